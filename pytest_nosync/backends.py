@@ -1,0 +1,76 @@
+"""Which machinery sees syncs here: CUDA's sync debug mode, or CPU emulation where there is no GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .detectors.base import Detector
+
+BACKENDS = ("auto", "cuda", "emulate")
+# Checks that arm detectors around a block. graph_breaks is an analysis of a model, not a guard.
+GUARD_CHECKS = frozenset({"syncs", "alloc_growth", "host_overhead", "recompiles"})
+
+
+class BackendUnavailable(RuntimeError):
+    """The chosen backend cannot run here; the message says what to do instead."""
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def resolve(name: str) -> str:
+    """'auto' → 'cuda' when a CUDA device is visible, else 'emulate'."""
+    if name not in BACKENDS:
+        raise BackendUnavailable(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
+    if name == "auto":
+        name = "cuda" if cuda_available() else "emulate"
+    if name == "cuda" and not cuda_available():
+        raise BackendUnavailable(
+            "no CUDA device is visible: run on a GPU runner (`pytest -m gpu --nosync`), "
+            "or choose CPU emulation with `--nosync-backend emulate`"
+        )
+    if name == "emulate" and "emulate" not in _SYNC_DETECTORS:
+        raise BackendUnavailable("CPU emulation is not available in this version of pytest-nosync")
+    return name
+
+
+def _cuda_sync_detectors(mode: str, profile: bool) -> list[Detector]:
+    from .detectors.cuda_sync import CudaSyncDetector
+    from .detectors.explicit_sync import ExplicitSyncDetector
+
+    detectors: list[Detector] = [CudaSyncDetector(mode), ExplicitSyncDetector(mode)]
+    if profile:
+        from .detectors.profiler_sync import ProfilerSyncDetector
+
+        detectors.append(ProfilerSyncDetector())
+    return detectors
+
+
+# backend → factory of the detectors that see syncs on it
+_SYNC_DETECTORS: dict[str, Callable[[str, bool], list[Detector]]] = {"cuda": _cuda_sync_detectors}
+
+
+def register_sync_backend(name: str, factory: Callable[[str, bool], list[Detector]]) -> None:
+    _SYNC_DETECTORS[name] = factory
+
+
+def detectors_for(checks: tuple[str, ...], backend: str, mode: str, profile: bool) -> list[Detector]:
+    detectors: list[Detector] = []
+    if "syncs" in checks:
+        detectors.extend(_SYNC_DETECTORS[backend](mode, profile))
+    if "alloc_growth" in checks:
+        from .detectors.memory import MemoryDetector
+
+        detectors.append(MemoryDetector(backend))
+    if "host_overhead" in checks:
+        from .detectors.host_overhead import HostOverheadDetector
+
+        detectors.append(HostOverheadDetector())
+    if "recompiles" in checks:
+        from .detectors.recompiles import RecompileDetector
+
+        detectors.append(RecompileDetector())
+    return detectors

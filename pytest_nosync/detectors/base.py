@@ -1,0 +1,50 @@
+"""What a detector is: something the guard arms around a block, tells about steps, and disarms."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..findings import Finding
+
+if TYPE_CHECKING:
+    from ..guard import Guard
+
+
+class Detector:
+    """Base class: override what you need. `disarm` must restore every global `arm` changed.
+
+    The guard calls arm → (on_step_begin/on_step_end/on_region)* → disarm, disarm also when the block
+    raised, then `findings()` and `metrics()`. Detectors report through `guard.record(...)` or return
+    findings from `findings()`; they never look at pytest.
+    """
+
+    name = "detector"
+
+    def arm(self, guard: Guard) -> None:
+        self.guard = guard
+
+    def disarm(self) -> None:
+        pass
+
+    def on_step_begin(self, step: int) -> None:
+        pass
+
+    def on_step_end(self, step: int) -> None:
+        pass
+
+    def on_region(self, name: str, entering: bool) -> None:
+        pass
+
+    def findings(self) -> list[Finding]:
+        return []
+
+    def reconcile(self, findings: list[Finding]) -> list[Finding]:
+        """Last word on the merged findings of all detectors (e.g. the profiler confirming syncs)."""
+        return findings
+
+    def metrics(self) -> dict[str, Any]:
+        return {}
+
+    def absorb_exception(self, exc: BaseException) -> bool:
+        """Record a finding for an exception this detector caused (fail-fast mode). True if it did."""
+        return False

@@ -1,0 +1,69 @@
+"""Explicit synchronizations: `torch.cuda.synchronize()`, `Event.synchronize()`, `torch.accelerator.synchronize()`.
+
+Sync debug mode does not flag these (they are asked for, not hidden), yet one in a step stalls the
+pipeline just the same. The functions are wrapped for the guarded block and put back after it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+
+from .. import attribution, hints
+from ..patching import Patches
+from .base import Detector
+
+ERROR_MESSAGE = "pytest-nosync: explicit synchronize inside a guarded step (fail-fast mode)"
+
+
+def _targets() -> list[tuple[Any, str]]:
+    targets: list[tuple[Any, str]] = [(torch.cuda, "synchronize"), (torch.cuda.Event, "synchronize")]
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "synchronize"):
+        targets.append((accelerator, "synchronize"))
+    return targets
+
+
+class ExplicitSyncDetector(Detector):
+    name = "explicit_sync"
+
+    def __init__(self, mode: str = "warn") -> None:
+        self.mode = mode
+        self._patches = Patches()
+
+    def arm(self, guard: Any) -> None:
+        super().arm(guard)
+        for owner, name in _targets():
+            original = getattr(owner, name)
+            self._patches.setattr(owner, name, self._wrap(original))
+
+    def disarm(self) -> None:
+        self._patches.undo()
+
+    def _wrap(self, original: Any) -> Any:
+        detector = self
+
+        @functools.wraps(original)
+        def synchronize(*args: Any, **kwargs: Any) -> Any:
+            guard = detector.guard
+            frame = attribution.caller_frame()
+            expression, _ = attribution.executing_expression(frame)
+            guard.record(
+                "device_sync",
+                attribution.frames_from(frame),
+                hint=hints.hint_for("synchronize"),
+                detail=expression or "synchronize()",
+                source=detector.name,
+                data={"pattern": "synchronize"},
+            )
+            if detector.mode == "error" and (guard.phase == "step" or guard.policy.count_outside_steps):
+                raise RuntimeError(ERROR_MESSAGE)
+            return original(*args, **kwargs)
+
+        return synchronize
+
+    def absorb_exception(self, exc: BaseException) -> bool:
+        # Already recorded when it was raised.
+        return isinstance(exc, RuntimeError) and ERROR_MESSAGE in str(exc)

@@ -1,0 +1,78 @@
+"""The `nosync` fixture: guard blocks of a test yourself and mark its steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from . import marks, settings
+from .findings import Report
+from .guard import Guard
+
+ITEM_REPORTS = pytest.StashKey[list[Report]]()
+_MARKER_OPTIONS = pytest.StashKey[marks.MarkerOptions]()
+
+
+def marker_options(item: pytest.Item) -> marks.MarkerOptions:
+    """The validated options of the item's closest `nosync` marker (defaults without one)."""
+    cached = item.stash.get(_MARKER_OPTIONS, None)
+    if cached is not None:
+        return cached
+    marker = item.get_closest_marker("nosync")
+    options = marks.parse_marker(marker.args, marker.kwargs) if marker else marks.MarkerOptions()
+    item.stash[_MARKER_OPTIONS] = options
+    return options
+
+
+def add_report(item: pytest.Item, report: Report) -> None:
+    """Attach a report to the test: a failing one fails it after the test body returns."""
+    report.test_id = report.test_id or item.nodeid
+    item.stash.setdefault(ITEM_REPORTS, []).append(report)
+
+
+class NosyncFixture:
+    """What the `nosync` fixture gives a test.
+
+        def test_loop(nosync, pipe):
+            with nosync.guard(pipe) as g:
+                pipe(prompt_embeds=..., callback_on_step_end=g.callback_on_step_end)
+
+    Guards take their checks and policy from the test's `nosync` marker and the command line. Without
+    --nosync they are disarmed: the block runs as plain code and nothing is checked.
+    """
+
+    def __init__(self, item: pytest.Item) -> None:
+        self.item = item
+        self.settings = settings.of(item.config)
+        self.options = marker_options(item)
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
+        """A guard for one block; its report is attached to the test when the block exits."""
+        options: dict[str, Any] = {
+            "checks": self.options.checks,
+            "backend": self.settings.backend,
+            "mode": self.settings.mode or self.options.mode or "warn",
+            "profile": self.settings.profile,
+            "policy": self.options.policy,
+            "name": self.item.nodeid,
+        }
+        options.update(overrides)
+        return Guard(pipeline, enabled=self.enabled, on_finish=self.add_report, **options)
+
+    def add_report(self, report: Report) -> None:
+        add_report(self.item, report)
+
+    @property
+    def reports(self) -> list[Report]:
+        return list(self.item.stash.get(ITEM_REPORTS, []))
+
+
+@pytest.fixture
+def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
+    """Guard blocks of the test and mark steps; see NosyncFixture."""
+    return NosyncFixture(request.node)

@@ -1,0 +1,285 @@
+"""The guard: arms detectors around a block, knows which step and region code runs in, restores state.
+
+    with nosync_guard(pipe) as g:
+        pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
+    g.report.passed, g.report.findings
+
+Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at
+`callback_on_step_end`. Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
+opens when the guard is entered). Findings between two steps belong to the next step if one opens, and
+to `after_steps` otherwise (VAE decode, output conversion).
+"""
+
+from __future__ import annotations
+
+import time
+import types
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from . import attribution, backends
+from .annotate import PipelineAnnotations
+from .detectors.base import Detector
+from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
+from .policy import KnownMatcher, Policy, judge
+
+DEFAULT_CHECKS = ("syncs",)
+
+
+class Guard:
+    """See the module docstring. Construct through `nosync_guard(...)`."""
+
+    def __init__(
+        self,
+        pipeline: Any = None,
+        *,
+        checks: Sequence[str] = DEFAULT_CHECKS,
+        backend: str = "auto",
+        mode: str = "warn",
+        profile: bool = False,
+        policy: Policy | None = None,
+        known: KnownMatcher | None = None,
+        denoiser: str = "transformer",
+        detectors: Iterable[Detector] = (),
+        enabled: bool = True,
+        name: str = "",
+        on_finish: Callable[[Report], None] | None = None,
+    ) -> None:
+        if mode not in ("warn", "error"):
+            raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {mode!r}")
+        unknown = [c for c in checks if c not in backends.GUARD_CHECKS]
+        if unknown:
+            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(backends.GUARD_CHECKS)}")
+        self.pipeline = pipeline
+        self.checks = tuple(checks)
+        self.backend_name = backend
+        self.mode = mode
+        self.profile = profile
+        self.policy = policy or Policy()
+        self.known = known
+        self.denoiser = denoiser
+        self.enabled = enabled
+        self.name = name
+        self.on_finish = on_finish
+        self.report = Report(check=",".join(self.checks), test_id=name)
+        self._extra = list(detectors)
+        self._detectors: list[Detector] = []
+        self._records: list[Finding] = []
+        self._pending: list[Finding] = []
+        self._regions: list[str] = []
+        self._step: int | None = None
+        self._completed = 0
+        self._annotations: PipelineAnnotations | None = None
+        self._step_started = 0.0
+        self.step_times_ms: list[float] = []
+        self._active = False
+
+    # ---- the context manager -------------------------------------------------------------------
+    def __enter__(self) -> Guard:
+        if not self.enabled:
+            return self
+        self.backend = backends.resolve(self.backend_name)
+        self.report.backend = self.backend
+        self._detectors = backends.detectors_for(self.checks, self.backend, self.mode, self.profile) + self._extra
+        armed: list[Detector] = []
+        try:
+            if self.pipeline is not None:
+                self._annotations = PipelineAnnotations(self.pipeline, self, self.denoiser)
+                self._annotations.attach()
+            for detector in self._detectors:
+                detector.arm(self)
+                armed.append(detector)
+        except BaseException:
+            self._disarm(armed)
+            raise
+        self._active = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> bool:
+        if not self.enabled:
+            return False
+        self._active = False
+        self._disarm(self._detectors)
+        if exc is not None:
+            for detector in self._detectors:
+                if detector.absorb_exception(exc):
+                    break
+        self._finish()
+        if self.on_finish is not None:
+            self.on_finish(self.report)
+        return False  # never swallow: in fail-fast mode the raise must reach the offending line
+
+    def _disarm(self, detectors: list[Detector]) -> None:
+        errors: list[BaseException] = []
+        for detector in reversed(detectors):
+            try:
+                detector.disarm()
+            except Exception as exc:  # restore the others before reporting
+                errors.append(exc)
+        if self._annotations is not None:
+            try:
+                self._annotations.detach()
+            except Exception as exc:
+                errors.append(exc)
+            self._annotations = None
+        if errors:
+            raise errors[0]
+
+    def _finish(self) -> None:
+        for finding in self._pending:
+            self._records.append(_with_phase(finding, AFTER_STEPS, None))
+        self._pending = []
+        findings = list(self._records)
+        for detector in self._detectors:
+            findings.extend(detector.findings())
+        findings = merge(findings)
+        for detector in self._detectors:
+            findings = detector.reconcile(findings)
+        if self._completed == 0 and self._step is None:
+            # No step was ever marked: the whole block is the step under test.
+            findings = [_with_phase(f, IN_STEP, 0) if f.phase == BEFORE_STEPS else f for f in findings]
+        judged, passed = judge(findings, self.policy, self.known)
+        self.report.findings = judged
+        self.report.passed = passed
+        self.report.steps = self._completed + (1 if self._step is not None else 0)
+        metrics: dict[str, Any] = {}
+        if self.step_times_ms:
+            metrics["step_ms"] = [round(t, 3) for t in self.step_times_ms]
+        for detector in self._detectors:
+            metrics.update(detector.metrics())
+        self.report.metrics.update(metrics)
+
+    # ---- steps ---------------------------------------------------------------------------------
+    @property
+    def current_step(self) -> int | None:
+        return self._step
+
+    @property
+    def phase(self) -> str:
+        if self._step is not None:
+            return IN_STEP
+        return BEFORE_STEPS if self._completed == 0 else AFTER_STEPS
+
+    def begin_step(self) -> None:
+        """Open the next step (no-op if one is open)."""
+        if not self._active or self._step is not None:
+            return
+        self._step = self._completed
+        for finding in self._pending:
+            self._records.append(_with_phase(finding, IN_STEP, self._step))
+        self._pending = []
+        self._step_started = time.perf_counter()
+        for detector in self._detectors:
+            detector.on_step_begin(self._step)
+
+    def end_step(self) -> None:
+        """Close the open step (opening one first if none is: then it started at the guard's entry)."""
+        if not self._active:
+            return
+        if self._step is None:
+            self._step = self._completed
+            for finding in self._pending:
+                self._records.append(_with_phase(finding, IN_STEP, self._step))
+            self._pending = []
+        step = self._step
+        for detector in self._detectors:
+            detector.on_step_end(step)
+        if self._step_started:
+            self.step_times_ms.append((time.perf_counter() - self._step_started) * 1e3)
+        self._step_started = 0.0
+        self._step = None
+        self._completed += 1
+
+    @contextmanager
+    def step(self) -> Iterator[int]:
+        """`with g.step(): ...` marks one step explicitly."""
+        self.begin_step()
+        try:
+            yield self._completed
+        finally:
+            self.end_step()
+
+    def callback_on_step_end(self, pipeline: Any, step: int, timestep: Any, callback_kwargs: dict) -> dict:
+        """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step."""
+        self.end_step()
+        return {}
+
+    # ---- regions -------------------------------------------------------------------------------
+    @property
+    def region(self) -> str | None:
+        return self._regions[-1] if self._regions else None
+
+    def enter_region(self, name: str) -> None:
+        self._regions.append(name)
+        for detector in self._detectors:
+            detector.on_region(name, True)
+
+    def exit_region(self, name: str) -> None:
+        for detector in self._detectors:
+            detector.on_region(name, False)
+        if self._regions and self._regions[-1] == name:
+            self._regions.pop()
+        elif name in self._regions:  # tolerate unbalanced exits after an exception
+            del self._regions[len(self._regions) - 1 - self._regions[::-1].index(name)]
+
+    @contextmanager
+    def annotate(self, name: str) -> Iterator[None]:
+        """Name a region of your own code (it appears in findings and traces)."""
+        self.enter_region(name)
+        try:
+            yield
+        finally:
+            self.exit_region(name)
+
+    # ---- recording -----------------------------------------------------------------------------
+    def record(
+        self,
+        kind: str,
+        frames: Sequence[Frame],
+        *,
+        hint: str = "",
+        detail: str = "",
+        source: str = "",
+        count: int = 1,
+        data: dict[str, Any] | None = None,
+    ) -> Finding:
+        """Record one finding at the current step/region, blaming the first frame outside torch."""
+        where, stack = attribution.attribute(frames)
+        region = self.region or ("loop" if self._step is not None else None)
+        finding = Finding(
+            kind=kind,
+            where=where,
+            stack=stack,
+            step=self._step,
+            phase=self.phase,
+            region=region,
+            count=count,
+            hint=hint,
+            detail=detail,
+            source=source,
+            data=data or {},
+        )
+        if self._step is None and self._completed > 0:
+            self._pending.append(finding)
+        else:
+            self._records.append(finding)
+        return finding
+
+
+def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
+    region = finding.region
+    if phase == IN_STEP and region is None:
+        region = "loop"
+    return replace(finding, phase=phase, step=step, region=region)
+
+
+def nosync_guard(pipeline: Any = None, **options: Any) -> Guard:
+    """The library entry point: `with nosync_guard(pipe, checks=("syncs",)) as g: ...`; see Guard."""
+    return Guard(pipeline, **options)

@@ -1,0 +1,150 @@
+"""pytest hooks only. The checks themselves live in the library (guard, detectors, policy)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from . import backends, marks, render, run_report, settings
+from .findings import STATUS_FAIL, Report
+from .fixtures import ITEM_REPORTS, NosyncFixture, marker_options
+from .fixtures import nosync as nosync
+
+SETTINGS = settings.SETTINGS
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    settings.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", marks.MARKER_HELP)
+    config.addinivalue_line("markers", marks.GPU_MARKER_HELP)
+    config.stash[SETTINGS] = opts = settings.read(config)
+    if not opts.enabled:
+        return  # off means off: no detector, no hook beyond marker bookkeeping
+    if opts.report and not hasattr(config, "workerinput"):
+        try:
+            run_report.check_writable(opts.report)
+        except OSError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.pluginmanager.register(NosyncSession(config, opts), "nosync-session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Validate every marker up front: a typo fails the run at once, not only on the GPU runner.
+    for item in items:
+        try:
+            marker_options(item)
+        except marks.MarkerError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is None:
+        return
+    opts = item.config.stash[SETTINGS]
+    if not opts.enabled:
+        if not backends.cuda_available():
+            pytest.skip(
+                "needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner "
+                "(or `--nosync --nosync-backend emulate` on the CPU)"
+            )
+        return
+    try:
+        backends.resolve(opts.backend)
+    except backends.BackendUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+class NosyncSession:
+    """Registered only with --nosync: guards marked tests, fails them, summarises the run."""
+
+    def __init__(self, config: pytest.Config, opts: settings.Settings) -> None:
+        self.config = config
+        self.opts = opts
+        self.reports: list[Report] = []
+        self.backend = ""
+        try:
+            self.backend = backends.resolve(opts.backend)
+        except backends.BackendUnavailable:
+            self.backend = "unavailable"
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        env = run_report.environment(self.backend)
+        mode = self.opts.mode or "warn"
+        line = (
+            f"nosync: backend {self.backend} ({env['device']}), mode {mode}, "
+            f"profiler {'on' if self.opts.profile else 'off'}, torch {env['torch']}, diffusers {env['diffusers']}"
+        )
+        return [line]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
+        guard = None
+        if pyfuncitem.get_closest_marker("nosync") is not None and "nosync" not in pyfuncitem.fixturenames:
+            guard = NosyncFixture(pyfuncitem).guard()
+        if guard is None:
+            result = yield
+        else:
+            with guard:
+                result = yield
+        reports = pyfuncitem.stash.get(ITEM_REPORTS, [])
+        failed = [r for r in reports if r.passed is False]
+        if failed:
+            root = str(self.config.rootpath)
+            pytest.fail("\n\n".join(render.render_report(r, root) for r in failed), pytrace=False)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
+        report = yield
+        if call.when == "call":
+            root = str(self.config.rootpath)
+            for r in item.stash.get(ITEM_REPORTS, []):
+                r.test_id = item.nodeid
+                report.user_properties.append(("nosync", r.to_dict()))
+                if r.findings and r.passed:
+                    report.sections.append((f"nosync {r.check}", render.render_report(r, root)))
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Runs where results arrive: in-process, or on the xdist controller.
+        for name, value in report.user_properties:
+            if name == "nosync":
+                self.reports.append(Report.from_dict(value))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return
+        reports = sorted(self.reports, key=lambda r: (r.test_id, r.check))
+        tr = terminalreporter
+        tr.section("nosync")
+        if not reports:
+            tr.write_line("no guarded test ran")
+        root = str(self.config.rootpath)
+        for r in reports:
+            statuses: dict[str, int] = {}
+            for f in r.findings:
+                statuses[f.status] = statuses.get(f.status, 0) + f.count
+            verdict = "FAIL" if r.passed is False else "ok"
+            detail = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(statuses.items())) or "clean"
+            tr.write_line(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
+            for g in render.group(f for f in r.findings if f.status == STATUS_FAIL):
+                tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            for line in render.github_annotations(reports, root):
+                tr.write_line(line)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput") or not self.opts.report:
+            return
+        doc = run_report.document(self.reports, run_report.environment(self.backend))
+        try:
+            run_report.write(self.opts.report, doc)
+        except OSError as exc:
+            session.config.get_terminal_writer().line(f"nosync: could not write {self.opts.report}: {exc}", red=True)

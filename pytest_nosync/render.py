@@ -1,0 +1,144 @@
+"""Findings as text a contributor can act on: grouped by file:line, counts per step, the hint, the stack."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .findings import (
+    IN_STEP,
+    STATUS_ALLOWED,
+    STATUS_BUDGET,
+    STATUS_FAIL,
+    STATUS_KNOWN,
+    STATUS_OUTSIDE,
+    Finding,
+    Report,
+)
+
+_SITE = os.sep + "site-packages" + os.sep
+
+
+def short_path(path: str, root: str | None = None) -> str:
+    """Relative to the project root when inside it; from the package name when in site-packages."""
+    root = root or os.getcwd()
+    if path.startswith(root.rstrip(os.sep) + os.sep):
+        return os.path.relpath(path, root)
+    if _SITE in path:
+        return path.split(_SITE, 1)[1]
+    return path
+
+
+def short_where(where: str, root: str | None = None) -> str:
+    filename, _, line = where.rpartition(":")
+    return f"{short_path(filename, root)}:{line}" if filename else where
+
+
+@dataclass
+class Group:
+    """All findings of one kind at one file:line."""
+
+    kind: str
+    where: str
+    status: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return sum(f.count for f in self.findings)
+
+    def per_step(self) -> str:
+        parts: dict[str, int] = {}
+        for f in self.findings:
+            label = f"step {f.step}" if f.phase == IN_STEP else f.phase.replace("_", " ")
+            parts[label] = parts.get(label, 0) + f.count
+        return ", ".join(f"{label} ×{n}" for label, n in parts.items())
+
+    def regions(self) -> str:
+        return ", ".join(dict.fromkeys(f.region for f in self.findings if f.region))
+
+
+def group(findings: Iterable[Finding]) -> list[Group]:
+    groups: dict[tuple, Group] = {}
+    for f in findings:
+        key = (f.status, f.kind, f.where)
+        groups.setdefault(key, Group(f.kind, f.where, f.status)).findings.append(f)
+    return list(groups.values())
+
+
+_HEADINGS = {
+    STATUS_FAIL: "failing",
+    STATUS_BUDGET: "within budget",
+    STATUS_KNOWN: "known issues (baseline)",
+    STATUS_ALLOWED: "allowed",
+    STATUS_OUTSIDE: "outside the denoising steps (reported, not counted)",
+}
+
+
+def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbose: bool = True) -> list[str]:
+    first = g.findings[0]
+    regions = g.regions()
+    lines = [f"  {g.kind:<13} {short_where(g.where, root)}  — {g.per_step()}" + (f"  [{regions}]" if regions else "")]
+    if not verbose:
+        return lines
+    if first.detail:
+        lines.append(f"      {first.detail}")
+    if first.note and first.status != STATUS_FAIL:
+        lines.append(f"      why: {first.note}")
+    if first.hint and first.status in (STATUS_FAIL, STATUS_BUDGET):
+        lines.append(f"      hint: {first.hint}")
+    shown = [fr for fr in first.stack if fr.where != first.where][:stack_depth]
+    for i, frame in enumerate(shown):
+        prefix = "      via: " if i == 0 else "           "
+        lines.append(f"{prefix}{short_where(frame.where, root)} in {frame.function}")
+    if "profiler" in first.source:
+        lines.append(f"      seen by: {first.source}")
+    return lines
+
+
+def render_report(report: Report, root: str | None = None) -> str:
+    """The failure text of one test."""
+    groups = group(report.findings)
+    failing = [g for g in groups if g.status == STATUS_FAIL]
+    events = sum(g.count for g in failing)
+    title = report.check or "nosync"
+    head = f"nosync {title}: {events} finding(s) at {len(failing)} place(s)"
+    if report.target:
+        head += f" in target {report.target}"
+    if report.backend:
+        head += f" [{report.backend}]"
+    lines = [head]
+    for status in (STATUS_FAIL, STATUS_BUDGET, STATUS_KNOWN, STATUS_ALLOWED, STATUS_OUTSIDE):
+        chosen = [g for g in groups if g.status == status]
+        if not chosen:
+            continue
+        lines.append(f" {_HEADINGS[status]}:")
+        for g in chosen:
+            lines.extend(render_group(g, root, verbose=status != STATUS_OUTSIDE))
+    if report.summary:
+        lines.append(report.summary)
+    return "\n".join(lines)
+
+
+def github_annotations(reports: Iterable[Report], root: str) -> list[str]:
+    """`::error file=…,line=…::` lines for failing findings inside the checked-out repository."""
+    out: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    root = root.rstrip(os.sep) + os.sep
+    for report in reports:
+        for f in report.findings:
+            if f.status != STATUS_FAIL or not f.filename.startswith(root):
+                continue
+            key = (f.kind, f.where)
+            if key in seen:
+                continue
+            seen.add(key)
+            rel = os.path.relpath(f.filename, root)
+            message = f"{f.kind} in {report.test_id or 'nosync'}: {f.detail or f.kind}. {f.hint}".strip()
+            out.append(f"::error file={rel},line={f.lineno},title=nosync {f.kind}::{_escape(message)}")
+    return out
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -1,0 +1,94 @@
+"""One JSON document per run: the environment and every finding of every test."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .findings import SCHEMA_VERSION, Report
+
+
+def environment(backend: str = "") -> dict[str, Any]:
+    """What a reader needs to reproduce a run: versions, device, backend."""
+    try:
+        import diffusers
+
+        diffusers_version = diffusers.__version__
+    except Exception:  # a broken diffusers install must not hide the report
+        diffusers_version = None
+    device = None
+    if torch.cuda.is_available():
+        try:
+            device = torch.cuda.get_device_name()
+        except Exception:
+            device = "cuda (name unavailable)"
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "diffusers": diffusers_version,
+        "device": device or "cpu",
+        "backend": backend,
+    }
+
+
+def check_writable(path: str) -> None:
+    """Fail early, with a sentence, if the report cannot be written there."""
+    target = Path(path)
+    if target.is_dir():
+        raise OSError(f"{path} is a directory; give a file name such as {target / 'nosync-report.json'}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise OSError(f"cannot write the nosync report to {path}: {exc.strerror or exc}") from None
+
+
+def document(reports: Iterable[Report], env: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    reports = sorted(reports, key=lambda r: (r.test_id, r.check))
+    counts: dict[str, int] = {}
+    for report in reports:
+        for f in report.findings:
+            counts[f.status] = counts.get(f.status, 0) + f.count
+    return {
+        "schema": f"pytest-nosync/{SCHEMA_VERSION}",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "environment": env,
+        "summary": {
+            "tests": len(reports),
+            "failed": sum(1 for r in reports if r.passed is False),
+            "findings_by_status": counts,
+        },
+        **(extra or {}),
+        "tests": [r.to_dict() for r in reports],
+    }
+
+
+def write(path: str, doc: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1, default=str)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def read(path: str) -> tuple[dict[str, Any], list[Report]]:
+    with open(path, encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if not str(doc.get("schema", "")).startswith("pytest-nosync/"):
+        raise ValueError(f"{path} is not a pytest-nosync report")
+    return doc, [Report.from_dict(t) for t in doc.get("tests", ())]
+
+
+def _python_version() -> str:
+    return sys.version.split()[0]
