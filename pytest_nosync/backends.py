@@ -49,12 +49,21 @@ def _cuda_sync_detectors(mode: str, profile: bool) -> list[Detector]:
     return detectors
 
 
-# backend → factory of the detectors that see syncs on it
+# backend → factory of the detectors that see syncs on it, and the device pipelines run on under it
 _SYNC_DETECTORS: dict[str, Callable[[str, bool], list[Detector]]] = {"cuda": _cuda_sync_detectors}
+_DEVICES: dict[str, Callable[[], torch.device]] = {"cuda": lambda: torch.device("cuda")}
 
 
-def register_sync_backend(name: str, factory: Callable[[str, bool], list[Detector]]) -> None:
+def register_sync_backend(
+    name: str, factory: Callable[[str, bool], list[Detector]], device: Callable[[], torch.device]
+) -> None:
     _SYNC_DETECTORS[name] = factory
+    _DEVICES[name] = device
+
+
+def execution_device(backend: str) -> torch.device:
+    """The device a pipeline runs on under `backend` ('auto' resolved first)."""
+    return _DEVICES[resolve(backend)]()
 
 
 def detectors_for(checks: tuple[str, ...], backend: str, mode: str, profile: bool) -> list[Detector]:

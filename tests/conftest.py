@@ -1,0 +1,33 @@
+"""Shared fixtures of the plugin's own tests."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_nosync import backends
+
+BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]
+
+
+@pytest.fixture(params=BACKEND_PARAMS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each detector test runs on every backend that exists here: CUDA on a GPU, emulation on the CPU."""
+    name = request.param
+    try:
+        backends.resolve(name)
+    except backends.BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    return name
+
+
+@pytest.fixture
+def device(backend: str) -> torch.device:
+    return backends.execution_device(backend)
+
+
+@pytest.fixture
+def x(device: torch.device) -> torch.Tensor:
+    """Eight values on the device, made before any guard is armed."""
+    values = torch.tensor([0.5, -1.0, 2.0, 3.5, -0.25, 1.5, 12.0, -3.0])
+    return values.to(device)
