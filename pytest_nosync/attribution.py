@@ -7,6 +7,7 @@ torch and outside this plugin's machinery; the frames in between stay in the sta
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -27,6 +28,7 @@ _STDLIB_PLUMBING = ("warnings.py", "contextlib.py")
 STACK_DEPTH = 8
 
 
+@functools.lru_cache(maxsize=4096)
 def _real(filename: str) -> str:
     try:
         return str(Path(filename).resolve())
@@ -48,14 +50,23 @@ def is_internal(filename: str) -> bool:
 
 def frames_from(frame: types.FrameType | None, limit: int = 64) -> list[Frame]:
     """The stack from `frame` outwards (innermost first), with source lines."""
+    return [with_line(f) for f in raw_frames(frame, limit)]
+
+
+def raw_frames(frame: types.FrameType | None, limit: int = 64) -> list[Frame]:
+    """Like frames_from without reading source lines: cheap enough for a hot path."""
     out: list[Frame] = []
     while frame is not None and len(out) < limit:
         code = frame.f_code
-        lineno = frame.f_lineno or code.co_firstlineno
-        line = linecache.getline(code.co_filename, lineno).strip()
-        out.append(Frame(code.co_filename, lineno, code.co_name, line))
+        out.append(Frame(code.co_filename, frame.f_lineno or code.co_firstlineno, code.co_name))
         frame = frame.f_back
     return out
+
+
+def with_line(frame: Frame) -> Frame:
+    if frame.line:
+        return frame
+    return Frame(frame.filename, frame.lineno, frame.function, linecache.getline(frame.filename, frame.lineno).strip())
 
 
 def frames_from_traceback(tb: types.TracebackType | None) -> list[Frame]:
@@ -81,8 +92,8 @@ def attribute(frames: Iterable[Frame]) -> tuple[str, tuple[Frame, ...]]:
         return "<unknown>:0", ()
     blamed = next((i for i, f in enumerate(frames) if not is_internal(f.filename)), None)
     if blamed is None:
-        return frames[0].where, tuple(frames[:STACK_DEPTH])
-    return frames[blamed].where, tuple(frames[: blamed + STACK_DEPTH])
+        return frames[0].where, tuple(with_line(f) for f in frames[:STACK_DEPTH])
+    return frames[blamed].where, tuple(with_line(f) for f in frames[: blamed + STACK_DEPTH])
 
 
 def _is_plumbing(filename: str) -> bool:

@@ -66,18 +66,30 @@ def execution_device(backend: str) -> torch.device:
     return _DEVICES[resolve(backend)]()
 
 
-def detectors_for(checks: tuple[str, ...], backend: str, mode: str, profile: bool) -> list[Detector]:
+def detectors_for(
+    checks: tuple[str, ...],
+    backend: str,
+    mode: str,
+    profile: bool,
+    warmup_steps: int = 1,
+    limits: dict | None = None,
+) -> list[Detector]:
+    """The detectors for `checks`. warmup_steps: steps before steady state (e.g. a scheduler's order);
+    limits: max_walk_fraction, max_host_ms, tolerance_bytes."""
+    limits = limits or {}
     detectors: list[Detector] = []
     if "syncs" in checks:
         detectors.extend(_SYNC_DETECTORS[backend](mode, profile))
     if "alloc_growth" in checks:
         from .detectors.memory import MemoryDetector
 
-        detectors.append(MemoryDetector(backend))
+        detectors.append(MemoryDetector(backend, warmup_steps, limits.get("tolerance_bytes", 0)))
     if "host_overhead" in checks:
         from .detectors.host_overhead import HostOverheadDetector
 
-        detectors.append(HostOverheadDetector())
+        detectors.append(
+            HostOverheadDetector(warmup_steps, limits.get("max_walk_fraction", 0.25), limits.get("max_host_ms"))
+        )
     if "recompiles" in checks:
         from .detectors.recompiles import RecompileDetector
 

@@ -42,6 +42,8 @@ class Guard:
         policy: Policy | None = None,
         known: KnownMatcher | None = None,
         denoiser: str = "transformer",
+        warmup_steps: int = 1,
+        limits: dict[str, Any] | None = None,
         detectors: Iterable[Detector] = (),
         enabled: bool = True,
         name: str = "",
@@ -60,6 +62,8 @@ class Guard:
         self.policy = policy or Policy()
         self.known = known
         self.denoiser = denoiser
+        self.warmup_steps = warmup_steps
+        self.limits = dict(limits or {})
         self.enabled = enabled
         self.name = name
         self.on_finish = on_finish
@@ -73,7 +77,7 @@ class Guard:
         self._completed = 0
         self._annotations: PipelineAnnotations | None = None
         self._step_started = 0.0
-        self.step_times_ms: list[float] = []
+        self.step_ms: dict[int, float] = {}
         self._active = False
 
     # ---- the context manager -------------------------------------------------------------------
@@ -82,7 +86,10 @@ class Guard:
             return self
         self.backend = backends.resolve(self.backend_name)
         self.report.backend = self.backend
-        self._detectors = backends.detectors_for(self.checks, self.backend, self.mode, self.profile) + self._extra
+        self._detectors = backends.detectors_for(
+            self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits
+        )
+        self._detectors += self._extra
         armed: list[Detector] = []
         try:
             if self.pipeline is not None:
@@ -150,8 +157,8 @@ class Guard:
         self.report.passed = passed
         self.report.steps = self._completed + (1 if self._step is not None else 0)
         metrics: dict[str, Any] = {}
-        if self.step_times_ms:
-            metrics["step_ms"] = [round(t, 3) for t in self.step_times_ms]
+        if self.step_ms:
+            metrics["step_ms"] = {str(k): round(v, 3) for k, v in self.step_ms.items()}
         for detector in self._detectors:
             metrics.update(detector.metrics())
         self.report.metrics.update(metrics)
@@ -160,6 +167,13 @@ class Guard:
     @property
     def current_step(self) -> int | None:
         return self._step
+
+    @property
+    def effective_step(self) -> int | None:
+        """The step code belongs to: the open one, or between two steps the next (see module doc)."""
+        if self._step is not None:
+            return self._step
+        return self._completed if self._completed > 0 else None
 
     @property
     def phase(self) -> str:
@@ -189,11 +203,11 @@ class Guard:
                 self._records.append(_with_phase(finding, IN_STEP, self._step))
             self._pending = []
         step = self._step
+        if self._step_started:
+            self.step_ms[step] = (time.perf_counter() - self._step_started) * 1e3
+        self._step_started = 0.0
         for detector in self._detectors:
             detector.on_step_end(step)
-        if self._step_started:
-            self.step_times_ms.append((time.perf_counter() - self._step_started) * 1e3)
-        self._step_started = 0.0
         self._step = None
         self._completed += 1
 

@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .attribution import is_internal
 from .findings import (
     IN_STEP,
     STATUS_ALLOWED,
@@ -88,7 +89,7 @@ def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbos
         lines.append(f"      why: {first.note}")
     if first.hint and first.status in (STATUS_FAIL, STATUS_BUDGET):
         lines.append(f"      hint: {first.hint}")
-    shown = [fr for fr in first.stack if fr.where != first.where][:stack_depth]
+    shown = [fr for fr in first.stack if fr.where != first.where and not is_internal(fr.filename)][:stack_depth]
     for i, frame in enumerate(shown):
         prefix = "      via: " if i == 0 else "           "
         lines.append(f"{prefix}{short_where(frame.where, root)} in {frame.function}")

@@ -1,0 +1,220 @@
+"""Allocation growth: memory that a steady-state step leaves behind, and the line that allocated it.
+
+How much: `torch.cuda.memory_allocated` at each step end on CUDA; elsewhere the live bytes of the
+storages allocated inside the guard. Where: a dispatch mode notes the allocation site of every new
+storage and watches it die (a weakref on the storage, so a leaked view still counts). A site whose live
+allocations grow at every judged step is the leak. Multistep schedulers legitimately keep `order` model
+outputs: the first `warmup_steps` steps are never judged, and only growth that continues is flagged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import weakref
+from collections import defaultdict
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from .. import attribution
+from ..findings import Frame
+from .base import Detector
+
+HINT = (
+    "memory allocated here in every step stays alive: don't append per-step tensors to lists/caches, "
+    "and overwrite or free state that the next step replaces"
+)
+
+
+class _Allocation:
+    __slots__ = ("alive", "nbytes", "site", "step")
+
+    def __init__(self, nbytes: int, site: tuple[Frame, ...], step: int | None) -> None:
+        self.nbytes = nbytes
+        self.site = site
+        self.step = step
+        self.alive = True
+
+
+class AllocationTracker(TorchDispatchMode):
+    """Notes every storage an op allocates, with its Python stack, and when it is freed."""
+
+    def __init__(self, current_step: Any) -> None:
+        super().__init__()
+        self._current_step = current_step
+        self.allocations: list[_Allocation] = []
+        self.live_bytes = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        inputs = {_storage_key(t) for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)}
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor):
+                self._track(tensor, inputs)
+        return out
+
+    def _track(self, tensor: torch.Tensor, inputs: set[Any]) -> None:
+        key = _storage_key(tensor)
+        if key in inputs:  # a view or an in-place result: nothing new was allocated
+            return
+        owner = _storage(tensor)
+        nbytes = owner.nbytes() if isinstance(owner, torch.UntypedStorage) else tensor.nbytes
+        frame = sys._getframe(2)  # skip this method and __torch_dispatch__
+        site = tuple(attribution.raw_frames(frame, limit=24))
+        allocation = _Allocation(nbytes, site, self._current_step())
+        self.allocations.append(allocation)
+        self.live_bytes += nbytes
+        try:
+            weakref.finalize(owner, self._freed, allocation)
+        except TypeError:  # not weak-referenceable: count it as short-lived rather than leaked
+            self._freed(allocation)
+
+    def _freed(self, allocation: _Allocation) -> None:
+        allocation.alive = False
+        self.live_bytes -= allocation.nbytes
+
+    def live_by_site(self) -> dict[str, tuple[int, int, tuple[Frame, ...]]]:
+        """where → (live allocations, live bytes, stack) of allocations still alive."""
+        sites: dict[str, list[Any]] = defaultdict(lambda: [0, 0, ()])
+        for a in self.allocations:
+            if a.alive:
+                where, stack = attribution.attribute(a.site)
+                entry = sites[where]
+                entry[0] += 1
+                entry[1] += a.nbytes
+                entry[2] = stack
+        return {k: (v[0], v[1], v[2]) for k, v in sites.items()}
+
+
+def _storage(tensor: torch.Tensor) -> Any:
+    try:
+        return tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # wrapper subclasses without a storage of their own
+        return tensor
+
+
+def _storage_key(tensor: torch.Tensor) -> Any:
+    return id(_storage(tensor))
+
+
+class MemoryDetector(Detector):
+    name = "memory"
+
+    def __init__(self, backend: str, warmup_steps: int = 1, tolerance_bytes: int = 0) -> None:
+        self.backend = backend
+        self.warmup_steps = max(0, warmup_steps)
+        self.tolerance_bytes = tolerance_bytes
+        self._tracker: AllocationTracker | None = None
+        self._begin: dict[int, int] = {}
+        self._end: dict[int, int] = {}
+        self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
+
+    def arm(self, guard: Any) -> None:
+        super().arm(guard)
+        self._tracker = AllocationTracker(lambda: guard.effective_step)
+        self._tracker.__enter__()
+
+    def disarm(self) -> None:
+        if self._tracker is not None:
+            self._tracker.__exit__(None, None, None)
+
+    def _amount(self) -> int:
+        if self.backend == "cuda":
+            return torch.cuda.memory_allocated()
+        assert self._tracker is not None
+        return self._tracker.live_bytes
+
+    def on_step_begin(self, step: int) -> None:
+        self._begin[step] = self._amount()
+
+    def on_step_end(self, step: int) -> None:
+        self._end[step] = self._amount()
+        if self._tracker is not None:
+            self._sites[step] = self._tracker.live_by_site()
+
+    def growth(self) -> dict[int, int]:
+        """Bytes each step left behind: end(k) - end(k-1) (step 0: end(0) - begin(0))."""
+        out: dict[int, int] = {}
+        for step, end in sorted(self._end.items()):
+            before = self._end.get(step - 1, self._begin.get(step))
+            if before is not None:
+                out[step] = end - before
+        return out
+
+    def judged_steps(self) -> list[int]:
+        return [s for s in sorted(self._end) if s >= self.warmup_steps]
+
+    def findings(self) -> list[Any]:
+        judged = self.judged_steps()
+        growth = self.growth()
+        if len(judged) < 2 or not all(growth.get(s, 0) > self.tolerance_bytes for s in judged):
+            return []
+        per_step = [growth[s] for s in judged]
+        out = []
+        for where, stack, counts, sizes in self._growing_sites(judged):
+            out.append(
+                self._finding(
+                    where,
+                    stack,
+                    detail=f"+{_human(sizes[-1] - sizes[0])} over steps {judged[0]}..{judged[-1]} "
+                    f"({counts[-1] - counts[0]} more live allocations)",
+                    data={"bytes_per_step": per_step, "site_live_bytes": sizes, "site_live_count": counts},
+                )
+            )
+        if not out:
+            out.append(
+                self._finding(
+                    "<unattributed>:0",
+                    (),
+                    detail=f"+{_human(sum(per_step))} over steps {judged[0]}..{judged[-1]} "
+                    "(no tracked allocation site grew)",
+                    data={"bytes_per_step": per_step},
+                )
+            )
+        return out
+
+    def _growing_sites(self, judged: list[int]) -> list[tuple[str, tuple[Frame, ...], list[int], list[int]]]:
+        base = judged[0] - 1
+        steps = ([base] if base in self._sites else []) + judged
+        out = []
+        for where in self._sites[judged[-1]]:
+            counts = [self._sites[s].get(where, (0, 0, ()))[0] for s in steps]
+            sizes = [self._sites[s].get(where, (0, 0, ()))[1] for s in steps]
+            if all(b > a for a, b in itertools.pairwise(counts)):
+                out.append((where, self._sites[judged[-1]][where][2], counts, sizes))
+        return sorted(out, key=lambda s: s[3][-1] - s[3][0], reverse=True)
+
+    def _finding(self, where: str, stack: tuple[Frame, ...], detail: str, data: dict[str, Any]) -> Any:
+        from ..findings import IN_STEP, Finding
+
+        judged = self.judged_steps()
+        return Finding(
+            kind="alloc_growth",
+            where=where,
+            stack=stack,
+            step=judged[-1],
+            phase=IN_STEP,
+            region="loop",
+            count=len(judged),
+            hint=HINT,
+            detail=detail,
+            source=self.name,
+            data=data,
+        )
+
+    def metrics(self) -> dict[str, Any]:
+        return {
+            "alloc_bytes_per_step": {str(k): v for k, v in self.growth().items()},
+            "alloc_warmup_steps": self.warmup_steps,
+        }
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
