@@ -7,10 +7,13 @@ from typing import Any
 import pytest
 
 from . import marks, settings
+from .baseline import Baseline
 from .findings import Report
 from .guard import Guard
+from .policy import KnownMatcher
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
+BASELINE = pytest.StashKey[Baseline]()
 _MARKER_OPTIONS = pytest.StashKey[marks.MarkerOptions]()
 
 
@@ -23,6 +26,22 @@ def marker_options(item: pytest.Item) -> marks.MarkerOptions:
     options = marks.parse_marker(marker.args, marker.kwargs) if marker else marks.MarkerOptions()
     item.stash[_MARKER_OPTIONS] = options
     return options
+
+
+def diffusers_version() -> str | None:
+    try:
+        import diffusers
+    except ImportError:
+        return None
+    return diffusers.__version__
+
+
+def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) -> KnownMatcher | None:
+    """The baseline's matcher for one test, or None without a baseline."""
+    baseline = config.stash.get(BASELINE, None)
+    if baseline is None:
+        return None
+    return baseline.matcher(test_id, target, check, diffusers_version())
 
 
 def add_report(item: pytest.Item, report: Report) -> None:
@@ -59,6 +78,7 @@ class NosyncFixture:
             "mode": self.settings.mode or self.options.mode or "warn",
             "profile": self.settings.profile,
             "policy": self.options.policy,
+            "known": known_matcher(self.item.config, self.item.nodeid, "", ",".join(self.options.checks)),
             "name": self.item.nodeid,
         }
         options.update(overrides)

@@ -8,10 +8,16 @@ from typing import Any
 
 import pytest
 
-from . import backends, marks, render, run_report, settings
+from . import backends, baseline, marks, render, run_report, settings, suite_fixtures
 from .findings import STATUS_FAIL, Report
-from .fixtures import ITEM_REPORTS, NosyncFixture, marker_options
+from .fixtures import BASELINE, ITEM_REPORTS, NosyncFixture, diffusers_version, marker_options
+
+# Fixtures, exported to pytest through this entry-point module.
 from .fixtures import nosync as nosync
+from .suite_fixtures import nosync_call_context as nosync_call_context
+from .suite_fixtures import nosync_check as nosync_check
+from .suite_fixtures import nosync_pipeline as nosync_pipeline
+from .suite_fixtures import nosync_target as nosync_target
 
 SETTINGS = settings.SETTINGS
 
@@ -24,14 +30,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", marks.MARKER_HELP)
     config.addinivalue_line("markers", marks.GPU_MARKER_HELP)
     config.stash[SETTINGS] = opts = settings.read(config)
+    if opts.suite:
+        suite_fixtures.add_suite_to_args(config)
     if not opts.enabled:
         return  # off means off: no detector, no hook beyond marker bookkeeping
-    if opts.report and not hasattr(config, "workerinput"):
+    controller = not hasattr(config, "workerinput")
+    for path in (opts.report, opts.baseline_write):
+        if path and controller:
+            try:
+                run_report.check_writable(path)
+            except OSError as exc:
+                raise pytest.UsageError(str(exc)) from None
+    if opts.baseline:
         try:
-            run_report.check_writable(opts.report)
-        except OSError as exc:
+            config.stash[BASELINE] = baseline.Baseline.load(opts.baseline)
+        except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(NosyncSession(config, opts), "nosync-session")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    suite_fixtures.generate_target_params(metafunc)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -68,6 +87,8 @@ class NosyncSession:
         self.config = config
         self.opts = opts
         self.reports: list[Report] = []
+        self.stale: list[tuple[int, baseline.Entry]] = []
+        self.written = 0
         self.backend = ""
         try:
             self.backend = backends.resolve(opts.backend)
@@ -121,6 +142,15 @@ class NosyncSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return
+        self._summary(terminalreporter)
+        for i, entry in self.stale:
+            terminalreporter.write_line(
+                f"STALE baseline #{i}: {entry.label} no longer occurs; remove it from {self.opts.baseline}", red=True
+            )
+        if self.opts.baseline_write:
+            terminalreporter.write_line(f"nosync: wrote {self.written} baseline entries to {self.opts.baseline_write}")
+
+    def _summary(self, terminalreporter: Any) -> None:
         reports = sorted(self.reports, key=lambda r: (r.test_id, r.check))
         tr = terminalreporter
         tr.section("nosync")
@@ -141,10 +171,21 @@ class NosyncSession:
                 tr.write_line(line)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(self.config, "workerinput") or not self.opts.report:
+        if hasattr(self.config, "workerinput"):
             return
-        doc = run_report.document(self.reports, run_report.environment(self.backend))
-        try:
-            run_report.write(self.opts.report, doc)
-        except OSError as exc:
-            session.config.get_terminal_writer().line(f"nosync: could not write {self.opts.report}: {exc}", red=True)
+        known = self.config.stash.get(BASELINE, None)
+        if known is not None:
+            self.stale = known.stale(self.reports, diffusers_version())
+            if self.stale and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.opts.baseline_write:
+            entries = baseline.entries_from(self.reports, diffusers_version())
+            baseline.write(self.opts.baseline_write, entries)
+            self.written = len(entries)
+        if self.opts.report:
+            extra = {"stale_baseline_entries": [e.label for _, e in self.stale]}
+            doc = run_report.document(self.reports, run_report.environment(self.backend), extra)
+            try:
+                run_report.write(self.opts.report, doc)
+            except OSError as exc:
+                self.config.get_terminal_writer().line(f"nosync: could not write {self.opts.report}: {exc}", red=True)

@@ -35,7 +35,41 @@ _OPTIONS: tuple[tuple[str, str, str, Any, str], ...] = (
         "also run each guarded block under torch.profiler to confirm syncs (slower)",
     ),
     ("--nosync-report", "nosync_report", "string", None, "write one JSON report of the run to this path"),
+    (
+        "--nosync-suite",
+        "nosync_suite",
+        "bool",
+        False,
+        "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu --nosync "
+        "--nosync-suite); without other paths, run only the suite",
+    ),
+    ("--nosync-targets", "nosync_targets", "string", None, "comma-separated targets of the suite (default: all)"),
+    ("--nosync-steps", "nosync_steps", "string", "2", "denoising steps of each measured call (at least 2)"),
+    (
+        "--nosync-dtype",
+        "nosync_dtype",
+        "string",
+        None,
+        "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 emulated)",
+    ),
+    ("--nosync-device", "nosync_device", "string", None, "device of the suite's pipelines (default: the backend's)"),
+    (
+        "--nosync-baseline",
+        "nosync_baseline",
+        "string",
+        None,
+        "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry that no "
+        "longer matches fails the run",
+    ),
+    (
+        "--nosync-baseline-write",
+        "nosync_baseline_write",
+        "string",
+        None,
+        "write the run's failing and known findings to this path as a new baseline",
+    ),
 )
+_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "float32": "float32"}
 
 
 @dataclass(frozen=True)
@@ -45,7 +79,14 @@ class Settings:
     backend: str = "auto"
     profile: bool = False
     report: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    suite: bool = False
+    targets: tuple[str, ...] = ()
+    steps: int = 2
+    dtype: str | None = None
+    device: str | None = None
+    checkpoints: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None
+    baseline_write: str | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -56,6 +97,19 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(flag, action="store", default=None, dest=ini, metavar="VALUE", help=help_text)
         parser.addini(ini, help=help_text, type=kind if kind == "bool" else "string", default=default)
+    checkpoint_help = (
+        "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF cache; "
+        "safetensors only, no remote code); repeatable"
+    )
+    group.addoption(
+        "--nosync-checkpoint",
+        action="append",
+        default=None,
+        dest="nosync_checkpoint",
+        metavar="NAME=PATH",
+        help=checkpoint_help,
+    )
+    parser.addini("nosync_checkpoint", help=checkpoint_help, type="linelist", default=[])
 
 
 def _value(config: pytest.Config, name: str) -> Any:
@@ -73,12 +127,34 @@ def read(config: pytest.Config) -> Settings:
     backend = _value(config, "nosync_backend") or "auto"
     if backend not in BACKENDS:
         raise pytest.UsageError(f"--nosync-backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    steps_raw = _value(config, "nosync_steps") or "2"
+    if not str(steps_raw).isdigit() or int(steps_raw) < 2:
+        raise pytest.UsageError(f"--nosync-steps must be a whole number >= 2, got {steps_raw!r}")
+    dtype = _value(config, "nosync_dtype")
+    if dtype is not None and dtype not in _DTYPES:
+        raise pytest.UsageError(f"--nosync-dtype must be one of bfloat16, float16, float32, got {dtype!r}")
+    targets_raw = _value(config, "nosync_targets") or ""
+    targets = tuple(t.strip() for t in targets_raw.split(",") if t.strip())
+    checkpoints: dict[str, str] = {}
+    for entry in _value(config, "nosync_checkpoint") or []:
+        name, sep, path = entry.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise pytest.UsageError(f"--nosync-checkpoint takes NAME=PATH (e.g. wan=/models/wan), got {entry!r}")
+        checkpoints[name.strip()] = path.strip()
     return Settings(
         enabled=bool(_value(config, "nosync")),
         mode=mode,
         backend=backend,
         profile=bool(_value(config, "nosync_profile")),
         report=_value(config, "nosync_report"),
+        suite=bool(_value(config, "nosync_suite")),
+        targets=targets,
+        steps=int(steps_raw),
+        dtype=_DTYPES[dtype] if dtype else None,
+        device=_value(config, "nosync_device"),
+        checkpoints=checkpoints,
+        baseline=_value(config, "nosync_baseline"),
+        baseline_write=_value(config, "nosync_baseline_write"),
     )
 
 

@@ -1,0 +1,147 @@
+"""Fixtures of the target suite, usable with your own pipelines too.
+
+    @pytest.mark.parametrize("nosync_target", [MY_TARGET], indirect=True)
+    def test_my_pipeline(nosync_pipeline, nosync_check, nosync):
+        nosync.add_report(nosync_check("syncs"))
+
+A test that takes `nosync_target` without parametrizing it runs once per selected built-in target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from . import backends, settings
+from .checks import CheckOptions, run_check
+from .findings import Report
+from .fixtures import known_matcher, marker_options
+from .targets.base import CallContext, Target
+
+SUITE_DIR = Path(__file__).parent / "suite"
+_PIPELINES = pytest.StashKey[dict[tuple, Any]]()
+
+
+def selected_targets(config: pytest.Config) -> list[Target]:
+    from .targets.registry import TARGETS
+
+    names = settings.of(config).targets or tuple(TARGETS)
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise pytest.UsageError(f"--nosync-targets: unknown target {unknown[0]!r}; known: {', '.join(TARGETS)}")
+    return [TARGETS[n] for n in names]
+
+
+def add_suite_to_args(config: pytest.Config) -> None:
+    """--nosync-suite: collect the built-in suite; alone when no path was given on the command line."""
+    suite = str(SUITE_DIR)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        if suite not in config.args:
+            config.args.append(suite)
+    else:
+        config.args[:] = [suite]
+
+
+def generate_target_params(metafunc: pytest.Metafunc) -> None:
+    if "nosync_target" not in metafunc.fixturenames:
+        return
+    if any(m.args and m.args[0] == "nosync_target" for m in metafunc.definition.iter_markers("parametrize")):
+        return  # the test parametrizes its own targets
+    targets = selected_targets(metafunc.config)
+    metafunc.parametrize(
+        "nosync_target",
+        [pytest.param(t, id=t.name, marks=pytest.mark.xdist_group(t.name)) for t in targets],
+        indirect=True,
+    )
+
+
+def _dtype(opts: settings.Settings, backend: str) -> torch.dtype:
+    if opts.dtype:
+        return getattr(torch, opts.dtype)
+    return torch.bfloat16 if backend == "cuda" else torch.float32
+
+
+@pytest.fixture
+def nosync_target(request: pytest.FixtureRequest) -> Target:
+    """The Target under test (a built-in one by name, or your own Target object)."""
+    from .targets.registry import TARGETS, missing_classes
+
+    target = request.param if hasattr(request, "param") else None
+    if isinstance(target, str):
+        if target not in TARGETS:
+            raise pytest.UsageError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+        target = TARGETS[target]
+    if not isinstance(target, Target):
+        raise pytest.UsageError("nosync_target needs a parameter: a target name or a pytest_nosync Target")
+    missing = missing_classes(target)
+    if missing:
+        import diffusers
+
+        pytest.skip(
+            f"target {target.name}: diffusers {diffusers.__version__} has no {', '.join(missing)} "
+            "(needs a newer diffusers)"
+        )
+    return target
+
+
+@pytest.fixture
+def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
+    opts = settings.of(request.config)
+    try:
+        backend = backends.resolve(opts.backend)
+    except backends.BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    device = torch.device(opts.device) if opts.device else backends.execution_device(backend)
+    return CallContext(device=device, dtype=_dtype(opts, backend), steps=opts.steps)
+
+
+@pytest.fixture
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_call_context: CallContext) -> Any:
+    """The target's pipeline on the suite's device and dtype, built once per session."""
+    from .targets.registry import TargetUnavailable, build_pipeline
+
+    opts = settings.of(request.config)
+    checkpoint = opts.checkpoints.get(nosync_target.name)
+    ctx = nosync_call_context
+    key = (nosync_target.name, id(nosync_target), str(ctx.device), str(ctx.dtype), checkpoint)
+    cache = request.config.stash.setdefault(_PIPELINES, {})
+    if key not in cache:
+        try:
+            cache[key] = build_pipeline(nosync_target, ctx.device, ctx.dtype, checkpoint=checkpoint)
+        except TargetUnavailable as exc:
+            pytest.skip(str(exc))
+    return cache[key]
+
+
+@pytest.fixture
+def nosync_check(
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any, nosync_call_context: CallContext
+) -> Callable[[str], Report]:
+    """Run one of the suite's checks on the test's target pipeline and return its Report."""
+    opts = settings.of(request.config)
+    marker = marker_options(request.node)
+    ctx = nosync_call_context
+
+    def call_kwargs(steps: int) -> dict[str, Any]:
+        return nosync_target.call_kwargs(nosync_pipeline, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
+
+    def run(check: str) -> Report:
+        options = CheckOptions(
+            call_kwargs=call_kwargs,
+            steps=ctx.steps,
+            backend=opts.backend,
+            mode=opts.mode or marker.mode or "warn",
+            profile=opts.profile,
+            policy=marker.policy,
+            known=known_matcher(request.config, request.node.nodeid, nosync_target.name, check),
+            denoiser=nosync_target.denoiser,
+            name=request.node.nodeid,
+            target=nosync_target.name,
+        )
+        return run_check(check, nosync_pipeline, options)
+
+    return run
