@@ -1,75 +1,68 @@
-"""Profiler confirmation (opt-in): the same block under torch.profiler, syncs counted from its events.
+"""Profiler confirmation (opt-in): the same block under torch.profiler, syncs counted from its trace.
 
-Sync debug mode only sees syncs that go through torch's own helpers; the profiler sees every
-`cudaStreamSynchronize`/`cudaDeviceSynchronize` and pageable `Memcpy`, C++ extensions included. Each
-profiler sync is tied to its enclosing aten op, the op's Python stack gives the file:line, and the
-Memcpy direction gives the kind. A sync both sources saw is one finding, marked confirmed.
+Sync debug mode only sees syncs that go through torch's own helpers; the profiler sees every blocking
+runtime call (`cudaStreamSynchronize`, `cudaDeviceSynchronize`, a pageable `Memcpy`), C++ extensions
+included. The trace is read as a person reads it in Perfetto (profiling.trace): the copy direction gives
+the kind, the Python functions around the call give the place. Trace locations are function-level, so a
+profiler sync confirms the sync-debug finding in the same step and function; one nobody else saw becomes a
+finding of its own, named by its function.
 """
 
 from __future__ import annotations
 
-import re
+import os
+import tempfile
 from dataclasses import replace
 from typing import Any
 
 import torch
 
-from .. import attribution, hints
+from .. import hints
+from ..attribution import attribute
 from ..findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, SYNC_KINDS, Finding, Frame
+from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, sync_events
 from .base import Detector
-
-SYNC_RUNTIME_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy")
-_STACK_ENTRY = re.compile(r"^(?P<file>.*)\((?P<line>\d+)\): (?P<func>.*)$")
-STEP_RANGE = "nosync::step"
-
-
-def _parse_stack(entries: list[str]) -> list[Frame]:
-    frames = []
-    for entry in entries:
-        match = _STACK_ENTRY.match(entry)
-        if match:
-            frames.append(Frame(match["file"], int(match["line"]), match["func"]))
-    return frames
-
-
-def _kind_of(call: str, memcpy_names: list[str]) -> str:
-    if call == "cudaDeviceSynchronize":
-        return "device_sync"
-    if any("HtoD" in n for n in memcpy_names):
-        return "htod_sync"
-    return "dtoh_sync"
 
 
 class ProfilerSyncDetector(Detector):
     name = "profiler"
 
-    def __init__(self) -> None:
+    def __init__(self, keep_trace: str | None = None) -> None:
+        self.keep_trace = keep_trace
         self._profiler: Any = None
         self._step_range: Any = None
-        self._events: list[Any] = []
+        self.trace: Trace | None = None
+        self.syncs: list[tuple[SyncEvent, str, int | None]] = []
 
     def arm(self, guard: Any) -> None:
         super().arm(guard)
         from torch.profiler import ProfilerActivity, profile
 
-        self._profiler = profile(
-            activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True, record_shapes=False
-        )
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            activities.append(ProfilerActivity.CUDA)
+        self._profiler = profile(activities=activities, with_stack=True)
         self._profiler.__enter__()
 
     def disarm(self) -> None:
         if self._step_range is not None:
             self._step_range.__exit__(None, None, None)
             self._step_range = None
-        if self._profiler is not None:
-            try:
-                self._profiler.__exit__(None, None, None)
-                self._events = list(self._profiler.events() or [])
-            finally:
-                self.profiler, self._profiler = self._profiler, None
+        if self._profiler is None:
+            return
+        profiler, self._profiler = self._profiler, None
+        profiler.__exit__(None, None, None)
+        path = self.keep_trace or os.path.join(tempfile.mkdtemp(prefix="nosync-"), "trace.json")
+        profiler.export_chrome_trace(path)
+        try:
+            self.trace = Trace.load(path)
+        finally:
+            if not self.keep_trace:
+                os.remove(path)
+                os.rmdir(os.path.dirname(path))
 
     def on_step_begin(self, step: int) -> None:
-        self._step_range = torch.autograd.profiler.record_function(f"{STEP_RANGE}{step}")
+        self._step_range = torch.autograd.profiler.record_function(f"{STEP_PREFIX}{step}")
         self._step_range.__enter__()
 
     def on_step_end(self, step: int) -> None:
@@ -78,104 +71,65 @@ class ProfilerSyncDetector(Detector):
             self._step_range = None
 
     def findings(self) -> list[Finding]:
-        steps = sorted(
-            (e.time_range.start, e.time_range.end, int(e.name[len(STEP_RANGE) :]))
-            for e in self._events
-            if e.name.startswith(STEP_RANGE)
-        )
-        seen_ops: set[int] = set()
-        out: list[Finding] = []
-        for event in self._events:
-            if event.name not in SYNC_RUNTIME_CALLS:
-                continue
-            op = _outermost_op(event)
-            if op is None or id(op) in seen_ops:
-                continue
-            seen_ops.add(id(op))
-            frames = _parse_stack(_first_stack(event))
-            where, stack = attribution.attribute(frames)
-            memcpy = [k.name for k in _device_events(op)]
-            kind = _kind_of(event.name, memcpy)
-            phase, step = _phase_at(event.time_range.start, steps)
-            out.append(
-                Finding(
-                    kind=kind,
-                    where=where,
-                    stack=stack,
-                    step=step,
-                    phase=phase,
-                    region=None if phase != IN_STEP else "loop",
-                    hint=hints.hint_for("synchronize" if kind == "device_sync" else "unknown"),
-                    detail=f"{op.name} → {event.name}" + (f" ({', '.join(sorted(set(memcpy)))})" if memcpy else ""),
-                    source=self.name,
-                    data={"profiler_op": op.name, "runtime_call": event.name},
-                )
-            )
-        self._profiler_findings = out
-        return []  # reconciled into the others' findings below, so nothing is counted twice
+        if self.trace is None:
+            return []
+        steps = self.trace.step_ranges()
+        self.syncs = [(s, *_phase_at(s.ts, steps)) for s in sync_events(self.trace)]
+        return []  # reconciled into the other detectors' findings below, so nothing counts twice
 
     def reconcile(self, findings: list[Finding]) -> list[Finding]:
         result = list(findings)
-        for seen in getattr(self, "_profiler_findings", []):
-            match = next(
-                (
-                    i
-                    for i, f in enumerate(result)
-                    if f.kind in SYNC_KINDS
-                    and f.where == seen.where
-                    and f.step == seen.step
-                    and f.phase == seen.phase
-                    and "profiler" not in f.source
-                ),
-                None,
-            )
-            if match is None:
-                result.append(seen)
-                continue
-            found = result[match]
-            # The profiler knows the copy direction; the expression text only guessed it.
-            kind = seen.kind if found.kind != "device_sync" else found.kind
-            data = {**found.data, "confirmed_by": seen.detail}
-            result[match] = replace(found, kind=kind, source=f"{found.source}+profiler", data=data)
+        for sync, phase, step in self.syncs:
+            match = next((i for i, f in enumerate(result) if _same_sync(f, sync, phase, step)), None)
+            if match is not None:
+                found = result[match]
+                # The copy direction is known here; the expression text only guessed it.
+                kind = found.kind if found.kind == "device_sync" else sync.kind
+                confirmations = found.data.get("profiler_events", 0) + 1
+                data = {**found.data, "profiler_events": confirmations, "runtime_call": sync.call}
+                source = found.source if "profiler" in found.source else f"{found.source}+profiler"
+                result[match] = replace(found, kind=kind, source=source, data=data)
+            else:
+                result.append(_finding(sync, phase, step))
         return result
 
     def metrics(self) -> dict[str, Any]:
         per_step: dict[str, int] = {}
-        for f in getattr(self, "_profiler_findings", []):
-            key = f"step{f.step}" if f.phase == IN_STEP else f.phase
-            per_step[key] = per_step.get(key, 0) + f.count
+        for _sync, phase, step in self.syncs:
+            key = f"step{step}" if phase == IN_STEP else phase
+            per_step[key] = per_step.get(key, 0) + 1
         return {"profiler_syncs": per_step} if per_step else {}
 
 
-def _outermost_op(event: Any) -> Any:
-    """The outermost aten op around a runtime call (`aten::item` rather than `_local_scalar_dense`)."""
-    op, parent = None, event.cpu_parent
-    while parent is not None:
-        if parent.name.startswith("aten::"):
-            op = parent
-        elif op is not None:
-            break
-        parent = parent.cpu_parent
-    return op if op is not None else event
+def _same_sync(finding: Finding, sync: SyncEvent, phase: str, step: int | None) -> bool:
+    if finding.kind not in SYNC_KINDS or finding.phase != phase or finding.step != step:
+        return False
+    functions = {(os.path.basename(f.filename), f.function) for f in finding.stack}
+    return any((os.path.basename(p.filename), p.function) in functions for p in sync.python[:3])
 
 
-def _first_stack(event: Any) -> list[str]:
-    while event is not None:
-        if getattr(event, "stack", None):
-            return list(event.stack)
-        event = event.cpu_parent
-    return []
-
-
-def _device_events(op: Any) -> list[Any]:
-    out = [k for k in getattr(op, "kernels", []) if "Memcpy" in k.name]
-    for child in getattr(op, "cpu_children", []):
-        out.extend(_device_events(child))
-    return out
+def _finding(sync: SyncEvent, phase: str, step: int | None) -> Finding:
+    frames = tuple(Frame(p.filename, p.lineno, p.function) for p in sync.python)
+    where, stack = attribute(frames) if frames else ("<no python frame>:0", ())
+    detail = f"{sync.op or 'no aten op'} → {sync.call}" + (
+        f" ({', '.join(sorted(set(sync.memcpy)))})" if sync.memcpy else ""
+    )
+    return Finding(
+        kind=sync.kind,
+        where=where,
+        stack=stack,
+        step=step,
+        phase=phase,
+        region="loop" if phase == IN_STEP else None,
+        hint=hints.hint_for("synchronize" if sync.kind == "device_sync" else "unknown"),
+        detail=detail + "; location is the enclosing function (profiler)",
+        source="profiler",
+        data={"runtime_call": sync.call, "op": sync.op},
+    )
 
 
 def _phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int | None]:
-    """Same rule as the guard: inside a step range → that step; between two → the next; else before/after."""
+    """The guard's rule: inside a step range → that step; between two → the next; else before/after."""
     for start, end, step in steps:
         if start <= ts <= end:
             return IN_STEP, step

@@ -47,3 +47,30 @@ def test_error_mode_raises_on_the_offending_line(twin: Twin, backend: str, x, de
     user = next(e for e in reversed(raised.traceback) if "sync_patterns" in str(e.path))
     assert _norm(f"{user.path}:{user.lineno + 1}") == _norm(twin.expected_where), innermost
     assert [(f.kind, _norm(f.where)) for f in g.report.failures] == [(twin.kind, _norm(twin.expected_where))]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("twin", BUG_TWINS, ids=lambda t: t.name)
+def test_profiler_confirms_the_sync(twin: Twin, backend: str, x, device) -> None:
+    if backend != "cuda":
+        pytest.skip("the profiler sees CUDA runtime calls only on a GPU")
+    report = _run(twin, backend, x, device, profile=True)
+    got = [(f.kind, _norm(f.where)) for f in report.failures]
+    assert got == [(twin.kind, _norm(twin.expected_where))], report.findings
+    assert "profiler" in report.failures[0].source, report.failures[0]
+
+
+@pytest.mark.gpu
+def test_profiler_sees_a_sync_that_sync_debug_mode_cannot(backend: str, x, device) -> None:
+    """A CuPy device→host copy syncs in C++ outside torch: only the profiler sees it."""
+    cupy = pytest.importorskip("cupy")
+    if backend != "cuda":
+        pytest.skip("needs CUDA")
+    from tests.twins import extension_sync
+
+    with nosync_guard(backend=backend, profile=True) as g, g.step():
+        extension_sync.cupy_roundtrip(cupy)
+    failing = g.report.failures
+    assert failing, g.report.findings
+    assert all(f.source == "profiler" for f in failing)
+    assert {f.where.rsplit(":", 1)[0].split("/")[-1] for f in failing} == {"extension_sync.py"}

@@ -1,0 +1,196 @@
+"""Read a torch.profiler Chrome trace the way a person reads it in Perfetto.
+
+Events nest by time on a thread: a runtime call (`cudaStreamSynchronize`) sits inside an aten op
+(`aten::item`) inside Python functions (`pipeline_wan.py(512): __call__`); a GPU copy is tied to the
+runtime call that launched it by its correlation id. Python events name the function and the line it is
+defined on, not the line that ran: trace locations are function-level.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+SYNC_CALLS = frozenset(
+    {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaStreamWaitEvent"}
+)
+BLOCKING_SYNC_CALLS = SYNC_CALLS - {"cudaStreamWaitEvent"}  # a stream wait does not block the host
+STEP_PREFIX = "nosync::step"
+REGION_PREFIX = "nosync::"
+_PY_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.+)$")
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    cat: str
+    ts: float  # microseconds
+    dur: float
+    tid: Any
+    pid: Any
+    args: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def end(self) -> float:
+        return self.ts + self.dur
+
+    def contains(self, ts: float) -> bool:
+        return self.ts <= ts <= self.end
+
+
+@dataclass(frozen=True)
+class PyFrame:
+    """A Python function as the trace names it: file (as the tracer shortened it), def line, name."""
+
+    filename: str
+    lineno: int
+    function: str
+
+    @classmethod
+    def parse(cls, name: str) -> PyFrame | None:
+        match = _PY_FRAME.match(name)
+        if not match:
+            return None
+        return cls(match["file"], int(match["line"]), match["func"])
+
+
+class Trace:
+    def __init__(self, events: Iterable[dict[str, Any]]) -> None:
+        self.events: list[Event] = []
+        for raw in events:
+            if raw.get("ph") != "X":
+                continue
+            self.events.append(
+                Event(
+                    name=str(raw.get("name", "")),
+                    cat=str(raw.get("cat", "")),
+                    ts=float(raw.get("ts", 0.0)),
+                    dur=float(raw.get("dur", 0.0)),
+                    tid=raw.get("tid"),
+                    pid=raw.get("pid"),
+                    args=raw.get("args") or {},
+                )
+            )
+        self.events.sort(key=lambda e: (e.ts, -e.dur))
+        self._by_cat: dict[str, list[Event]] = defaultdict(list)
+        for event in self.events:
+            self._by_cat[event.cat].append(event)
+        self._by_thread: dict[tuple[str, Any], list[Event]] = defaultdict(list)
+        for event in self.events:
+            self._by_thread[(event.cat, event.tid)].append(event)
+        self._starts = {k: [e.ts for e in v] for k, v in self._by_thread.items()}
+        self._by_correlation: dict[Any, list[Event]] = defaultdict(list)
+        for event in self.events:
+            corr = event.args.get("correlation")
+            if corr is not None:
+                self._by_correlation[corr].append(event)
+
+    @classmethod
+    def load(cls, path: str) -> Trace:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        return cls(events)
+
+    def of(self, *cats: str) -> list[Event]:
+        out: list[Event] = []
+        for cat in cats:
+            out.extend(self._by_cat.get(cat, []))
+        return sorted(out, key=lambda e: e.ts)
+
+    def enclosing(self, cat: str, tid: Any, ts: float) -> list[Event]:
+        """Events of `cat` on thread `tid` that contain `ts`, outermost first."""
+        events = self._by_thread.get((cat, tid), [])
+        starts = self._starts.get((cat, tid), [])
+        upto = bisect.bisect_right(starts, ts)
+        return [e for e in events[:upto] if e.contains(ts)]
+
+    def correlated(self, event: Event) -> list[Event]:
+        corr = event.args.get("correlation")
+        return [e for e in self._by_correlation.get(corr, []) if e is not event] if corr is not None else []
+
+    def python_stack(self, tid: Any, ts: float) -> list[PyFrame]:
+        """Python functions running at `ts` on `tid`, innermost first (built-ins left out)."""
+        frames = [PyFrame.parse(e.name) for e in self.enclosing("python_function", tid, ts)]
+        return [f for f in reversed(frames) if f is not None]
+
+    def annotation_at(self, tid: Any, ts: float, prefix: str) -> Event | None:
+        hits = [e for e in self.enclosing("user_annotation", tid, ts) if e.name.startswith(prefix)]
+        return hits[-1] if hits else None
+
+    def runtime_inside(self, op: Event) -> list[Event]:
+        """Runtime calls made while `op` ran on its thread."""
+        events = self._by_thread.get(("cuda_runtime", op.tid), [])
+        return [e for e in events if op.ts <= e.ts <= op.end]
+
+    def step_ranges(self) -> list[tuple[float, float, int]]:
+        out = []
+        for e in self.of("user_annotation"):
+            if e.name.startswith(STEP_PREFIX) and e.name[len(STEP_PREFIX) :].isdigit():
+                out.append((e.ts, e.end, int(e.name[len(STEP_PREFIX) :])))
+        return sorted(out)
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """One host-blocking sync in a trace, with what the trace says about its origin."""
+
+    ts: float
+    tid: Any
+    call: str  # the runtime call: cudaStreamSynchronize, ...
+    kind: str  # dtoh_sync, htod_sync, device_sync
+    op: str  # outermost aten op around it ("" if none, e.g. a C++ extension)
+    python: tuple[PyFrame, ...]  # innermost first
+    memcpy: tuple[str, ...] = ()
+
+
+def sync_events(trace: Trace) -> list[SyncEvent]:
+    """Every blocking sync of the trace, one per runtime call, with the copy direction when there is one."""
+    out: list[SyncEvent] = []
+    for event in trace.of("cuda_runtime", "cuda_driver"):
+        if event.name not in BLOCKING_SYNC_CALLS:
+            continue
+        ops = trace.enclosing("cpu_op", event.tid, event.ts)
+        op = ops[0] if ops else None
+        memcpy = _memcpy_near(trace, event, op)
+        if event.name == "cudaDeviceSynchronize":
+            kind = "device_sync"
+        elif any("HtoD" in m for m in memcpy):
+            kind = "htod_sync"
+        else:
+            kind = "dtoh_sync"
+        out.append(
+            SyncEvent(
+                ts=event.ts,
+                tid=event.tid,
+                call=event.name,
+                kind=kind,
+                op=op.name if op else "",
+                python=tuple(trace.python_stack(event.tid, event.ts)),
+                memcpy=tuple(memcpy),
+            )
+        )
+    return out
+
+
+def _memcpy_near(trace: Trace, sync: Event, op: Event | None) -> list[str]:
+    """GPU copies launched by runtime calls inside the same op (or right before a bare sync)."""
+    if op is not None:
+        launches = [e for e in trace.runtime_inside(op) if e.name.startswith("cudaMemcpy")]
+    else:
+        launches = [
+            e
+            for e in trace.of("cuda_runtime")
+            if e.tid == sync.tid and e.name.startswith("cudaMemcpy") and sync.ts - 5e3 <= e.ts <= sync.ts
+        ][-1:]
+    names: list[str] = []
+    for launch in launches:
+        names.extend(e.name for e in trace.correlated(launch) if e.cat == "gpu_memcpy")
+    return names
