@@ -112,12 +112,10 @@ class Guard:
     ) -> bool:
         if not self.enabled:
             return False
+        if exc is not None:
+            self.absorb(exc)
         self._active = False
         self._disarm(self._detectors)
-        if exc is not None:
-            for detector in self._detectors:
-                if detector.absorb_exception(exc):
-                    break
         self._finish()
         if self.on_finish is not None:
             self.on_finish(self.report)
@@ -217,8 +215,23 @@ class Guard:
         self.begin_step()
         try:
             yield self._completed
+        except BaseException as exc:
+            self.absorb(exc)  # record a fail-fast error in the step it happened in, before the step closes
+            raise
         finally:
             self.end_step()
+
+    def absorb(self, exc: BaseException) -> None:
+        """Let the detector that caused `exc` (fail-fast mode) record it as a finding, once."""
+        if getattr(exc, "_nosync_absorbed", False):
+            return
+        for detector in self._detectors:
+            if detector.absorb_exception(exc):
+                break
+        try:
+            exc._nosync_absorbed = True  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
 
     def callback_on_step_end(self, pipeline: Any, step: int, timestep: Any, callback_kwargs: dict) -> dict:
         """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step."""

@@ -39,6 +39,7 @@ class CudaSyncDetector(Detector):
         self._catcher.__enter__()
         # "always": repeats of the same line must each be seen, whatever the filters say (-W error too).
         warnings.filterwarnings("always", message=SYNC_MESSAGE, category=UserWarning)
+        warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype", category=UserWarning)
         self._forward = warnings.showwarning
         warnings.showwarning = self._on_warning
         _set_mode(self._mode_for(guard.phase))

@@ -27,8 +27,8 @@ def _run(twin: Twin, backend: str, x: torch.Tensor, device: torch.device, **opti
 @pytest.mark.parametrize("twin", BUG_TWINS, ids=lambda t: t.name)
 def test_bug_twin_is_caught_at_its_line(twin: Twin, backend: str, x, device) -> None:
     report = _run(twin, backend, x, device)
-    got = [(f.kind, _norm(f.where), f.step) for f in report.failures]
-    assert got == [(twin.kind, _norm(twin.expected_where), 0)], report.findings
+    got = {(f.kind, _norm(f.where), f.step) for f in report.failures}  # one line may sync twice
+    assert got == {(twin.kind, _norm(twin.expected_where), 0)}, report.findings
     assert report.passed is False
 
 
@@ -55,9 +55,9 @@ def test_profiler_confirms_the_sync(twin: Twin, backend: str, x, device) -> None
     if backend != "cuda":
         pytest.skip("the profiler sees CUDA runtime calls only on a GPU")
     report = _run(twin, backend, x, device, profile=True)
-    got = [(f.kind, _norm(f.where)) for f in report.failures]
-    assert got == [(twin.kind, _norm(twin.expected_where))], report.findings
-    assert "profiler" in report.failures[0].source, report.failures[0]
+    got = {(f.kind, _norm(f.where)) for f in report.failures}
+    assert got == {(twin.kind, _norm(twin.expected_where))}, report.findings
+    assert all("profiler" in f.source for f in report.failures), report.failures
 
 
 @pytest.mark.gpu
