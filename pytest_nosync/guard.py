@@ -12,6 +12,7 @@ to `after_steps` otherwise (VAE decode, output conversion).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -228,10 +229,8 @@ class Guard:
         for detector in self._detectors:
             if detector.absorb_exception(exc):
                 break
-        try:
+        with contextlib.suppress(AttributeError):
             exc._nosync_absorbed = True  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
 
     def callback_on_step_end(self, pipeline: Any, step: int, timestep: Any, callback_kwargs: dict) -> dict:
         """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step."""
