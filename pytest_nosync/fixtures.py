@@ -11,6 +11,7 @@ from .baseline import Baseline
 from .findings import Report
 from .guard import Guard
 from .policy import KnownMatcher
+from .run_report import diffusers_version
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
 BASELINE = pytest.StashKey[Baseline]()
@@ -26,14 +27,6 @@ def marker_options(item: pytest.Item) -> marks.MarkerOptions:
     options = marks.parse_marker(marker.args, marker.kwargs) if marker else marks.MarkerOptions()
     item.stash[_MARKER_OPTIONS] = options
     return options
-
-
-def diffusers_version() -> str | None:
-    try:
-        import diffusers
-    except ImportError:
-        return None
-    return diffusers.__version__
 
 
 def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) -> KnownMatcher | None:

@@ -85,7 +85,7 @@ class Guard:
     def __enter__(self) -> Guard:
         if not self.enabled:
             return self
-        self.backend = backends.resolve(self.backend_name)
+        self.backend = backends.resolve(self.backend_name, syncs="syncs" in self.checks)
         self.report.backend = self.backend
         self._detectors = backends.detectors_for(
             self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits

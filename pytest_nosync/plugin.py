@@ -10,10 +10,11 @@ import pytest
 
 from . import backends, baseline, marks, render, run_report, settings, suite_fixtures
 from .findings import STATUS_FAIL, Report
-from .fixtures import BASELINE, ITEM_REPORTS, NosyncFixture, diffusers_version, marker_options
+from .fixtures import BASELINE, ITEM_REPORTS, NosyncFixture, marker_options
 
 # Fixtures, exported to pytest through this entry-point module.
 from .fixtures import nosync as nosync
+from .run_report import diffusers_version
 from .suite_fixtures import nosync_call_context as nosync_call_context
 from .suite_fixtures import nosync_check as nosync_check
 from .suite_fixtures import nosync_pipeline as nosync_pipeline

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
-import sys
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,14 +16,17 @@ import torch
 from .findings import SCHEMA_VERSION, Report
 
 
+def diffusers_version() -> str | None:
+    """The installed diffusers version, read from its metadata (no import: diffusers pulls in dynamo)."""
+    try:
+        return importlib.metadata.version("diffusers")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def environment(backend: str = "") -> dict[str, Any]:
     """What a reader needs to reproduce a run: versions, device, backend."""
-    try:
-        import diffusers
-
-        diffusers_version = diffusers.__version__
-    except Exception:  # a broken diffusers install must not hide the report
-        diffusers_version = None
+    diffusers = diffusers_version()
     device = None
     if torch.cuda.is_available():
         try:
@@ -35,7 +38,7 @@ def environment(backend: str = "") -> dict[str, Any]:
         "platform": platform.platform(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
-        "diffusers": diffusers_version,
+        "diffusers": diffusers,
         "device": device or "cpu",
         "backend": backend,
     }
@@ -88,7 +91,3 @@ def read(path: str) -> tuple[dict[str, Any], list[Report]]:
     if not str(doc.get("schema", "")).startswith("pytest-nosync/"):
         raise ValueError(f"{path} is not a pytest-nosync report")
     return doc, [Report.from_dict(t) for t in doc.get("tests", ())]
-
-
-def _python_version() -> str:
-    return sys.version.split()[0]

@@ -1,0 +1,133 @@
+"""The known-issues baseline: known findings pass, new ones fail, stale entries fail the run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_nosync.baseline import SCHEMA, Baseline, BaselineError, Entry, entries_from
+from pytest_nosync.findings import Finding, Report
+
+pytest_plugins = ["pytester"]
+
+TESTS = """
+from pytest_nosync.findings import Finding, Report
+from pytest_nosync.policy import Policy, judge
+from pytest_nosync.fixtures import known_matcher
+
+def report(request, where, target="demo", check="syncs"):
+    known = known_matcher(request.config, request.node.nodeid, target, check)
+    findings, passed = judge([Finding("dtoh_sync", where, step=1)], Policy(), known)
+    return Report(findings=findings, check=check, target=target, passed=passed)
+
+def test_known(nosync, request):
+    nosync.add_report(report(request, "/venv/site-packages/diffusers/schedulers/sched.py:12"))
+
+def test_new(nosync, request):
+    nosync.add_report(report(request, "/venv/site-packages/diffusers/pipelines/pipe.py:99"))
+"""
+
+
+def _write(path, entries) -> None:
+    path.write_text(json.dumps({"schema": SCHEMA, "entries": entries}))
+
+
+def test_known_passes_new_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TESTS)
+    _write(
+        pytester.path / "baseline.json",
+        [
+            {
+                "where": "*/diffusers/schedulers/sched.py:12",
+                "reason": "upstream fix pending",
+                "target": "demo",
+                "upstream": "https://github.com/huggingface/diffusers/pull/1",
+            }
+        ],
+    )
+    result = pytester.runpytest("--nosync", "--nosync-baseline=baseline.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["ok   *test_known*1 known*", "FAIL *test_new*"])
+
+
+def test_stale_entry_fails_the_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TESTS)
+    _write(
+        pytester.path / "baseline.json",
+        [
+            {"where": "*/sched.py:12", "reason": "accepted"},
+            {"where": "*/pipe.py:99", "reason": "accepted"},
+            {"where": "*/gone.py:1", "reason": "fixed upstream since", "target": "demo"},
+            {"where": "*/other.py:1", "reason": "another target, did not run", "target": "wan"},
+        ],
+    )
+    result = pytester.runpytest("--nosync", "--nosync-baseline=baseline.json")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*STALE baseline #2*gone.py:1*remove it from baseline.json*"])
+    assert "#3" not in result.stdout.str()
+
+
+def test_write_a_baseline_from_the_run_then_pass_with_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TESTS)
+    first = pytester.runpytest("--nosync", "--nosync-baseline-write=new.json")
+    first.assert_outcomes(failed=2)
+    doc = json.loads((pytester.path / "new.json").read_text())
+    assert {e["where"] for e in doc["entries"]} == {
+        "*/diffusers/schedulers/sched.py:12",
+        "*/diffusers/pipelines/pipe.py:99",
+    }
+    assert all(e["reason"] and e["target"] == "demo" for e in doc["entries"])
+    second = pytester.runpytest("--nosync", "--nosync-baseline=new.json")
+    second.assert_outcomes(passed=2)
+    assert second.ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "not valid JSON"),
+        (json.dumps({"entries": []}), "schema"),
+        (json.dumps({"schema": SCHEMA, "entries": [{"where": "a.py:1"}]}), "needs a 'reason'"),
+        (json.dumps({"schema": SCHEMA, "entries": [{"reason": "x"}]}), "needs a 'where'"),
+        (json.dumps({"schema": SCHEMA, "entries": [{"where": "a.py:1", "reason": "x", "tagret": "y"}]}), "unknown"),
+    ],
+)
+def test_bad_baseline_is_a_usage_error(pytester: pytest.Pytester, content: str, message: str) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    (pytester.path / "baseline.json").write_text(content)
+    result = pytester.runpytest("--nosync", "--nosync-baseline=baseline.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_missing_baseline_says_how_to_make_one(tmp_path) -> None:
+    with pytest.raises(BaselineError, match="--nosync-baseline-write"):
+        Baseline.load(str(tmp_path / "none.json"))
+
+
+def test_entries_are_scoped_by_target_check_and_diffusers_version() -> None:
+    entry = Entry(where="*/sched.py:*", reason="r", target="wan", check="syncs", diffusers="<0.38")
+    assert entry.in_scope("t", "wan", "syncs") and not entry.in_scope("t", "flux", "syncs")
+    assert entry.active("0.37.1") and not entry.active("0.42.1")
+    baseline = Baseline([entry])
+    known = baseline.matcher("t", "wan", "syncs", "0.37.1")
+    assert known(Finding("dtoh_sync", "/x/sched.py:5")) == "baseline #0: r"
+    assert baseline.matcher("t", "wan", "syncs", "0.42.1")(Finding("dtoh_sync", "/x/sched.py:5")) is None
+
+
+def test_entries_from_a_run_are_portable() -> None:
+    report = Report(
+        findings=[Finding("htod_sync", "/home/me/venv/lib/site-packages/diffusers/a.py:3", status="fail")],
+        target="wan",
+        check="syncs",
+    )
+    (entry,) = entries_from([report], "0.42.1")
+    assert (entry.where, entry.target, entry.check, entry.kind, entry.diffusers) == (
+        "*/diffusers/a.py:3",
+        "wan",
+        "syncs",
+        "htod_sync",
+        "==0.42.1",
+    )

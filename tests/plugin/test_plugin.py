@@ -1,0 +1,202 @@
+"""The plugin in real pytest sessions (pytester): options, markers, failing, reporting, restoring."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+FAILING_REPORT = """
+from pytest_nosync.findings import Finding, Report
+from pytest_nosync.policy import Policy, judge
+
+def make_report(where, phase="step", kind="dtoh_sync"):
+    findings, passed = judge([Finding(kind, where, step=0 if phase == "step" else None, phase=phase,
+                                      detail="s.item()", hint="keep it a tensor")], Policy())
+    return Report(findings=findings, check="syncs", target="demo", passed=passed)
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(reports=FAILING_REPORT)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_help_shows_the_option_group_and_markers(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*pytest-nosync*", "*--nosync *turn the nosync checks on*", "*--nosync-report*"])
+    result = pytester.runpytest("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.nosync(*", "@pytest.mark.gpu*"])
+
+
+def test_plugin_can_be_disabled(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("-p", "no:nosync", "--nosync")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = pytester.runpytest("-p", "no:nosync")
+    result.assert_outcomes(passed=1)
+
+
+def test_bad_marker_argument_is_a_usage_error_naming_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.nosync(budjet=1)
+        def test_typo():
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_typo*unknown argument 'budjet'*"])
+
+
+@pytest.mark.parametrize("option", ["--nosync-mode=fast", "--nosync-backend=tpu", "--nosync-steps=1"])
+def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester, option: str) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("--nosync", option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option.split('=')[0]}*"])
+
+
+def test_failing_report_fails_the_test_with_the_place(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from reports import make_report
+
+        def test_dirty(nosync):
+            nosync.add_report(make_report("/src/pipe.py:10"))
+
+        def test_outside_only(nosync):
+            nosync.add_report(make_report("/src/pipe.py:20", phase="before_steps"))
+        """
+    )
+    result = project.runpytest("--nosync")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*nosync syncs: 1 finding(s) at 1 place(s) in target demo*",
+            "*dtoh_sync*/src/pipe.py:10*step 0 ×1*",
+            "*s.item()*",
+            "*hint: keep it a tensor*",
+            "*= nosync =*",
+            "FAIL *test_dirty*",
+            "ok   *test_outside_only*1 outside steps*",
+        ]
+    )
+
+
+def test_without_nosync_reports_do_not_fail_and_guards_are_disarmed(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        import torch
+
+        def test_plain(nosync):
+            assert not nosync.enabled
+            with nosync.guard(checks=("host_overhead",)) as g:
+                before = torch.nn.Module.named_modules
+            assert torch.nn.Module.named_modules is before
+            assert nosync.reports == []
+        """
+    )
+    result = project.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "= nosync =" not in result.stdout.str()
+
+
+def test_ini_turns_it_on(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\nnosync = true\n")
+    project.makepyfile("def test_on(nosync):\n    assert nosync.enabled\n")
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_json_report_has_environment_and_every_finding(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        """
+        from reports import make_report
+
+        def test_a(nosync):
+            nosync.add_report(make_report("/src/pipe.py:10"))
+
+        def test_b(nosync):
+            nosync.add_report(make_report("/src/pipe.py:20", phase="after_steps"))
+        """
+    )
+    out = project.path / "reports" / "nosync.json"
+    project.runpytest("--nosync", f"--nosync-report={out}")
+    doc = json.loads(out.read_text())
+    assert doc["schema"] == "pytest-nosync/1"
+    assert doc["environment"]["torch"]
+    assert [t["test_id"].split("::")[-1] for t in doc["tests"]] == ["test_a", "test_b"]
+    assert [f["status"] for t in doc["tests"] for f in t["findings"]] == ["fail", "outside_steps"]
+
+
+def test_unwritable_report_path_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makepyfile("def test_ok(): pass")
+    result = project.runpytest("--nosync", f"--nosync-report={project.path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*is a directory*"])
+
+
+def test_github_annotations_under_actions(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    project.makepyfile(
+        """
+        import os
+        from reports import make_report
+
+        def test_dirty(nosync):
+            nosync.add_report(make_report(os.path.join(os.getcwd(), "pipe.py") + ":10"))
+        """
+    )
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    result = project.runpytest("--nosync")
+    result.stdout.fnmatch_lines(["::error file=pipe.py,line=10,title=nosync dtoh_sync::*"])
+
+
+def test_gpu_tests_skip_with_a_sentence_without_cuda(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu
+        def test_needs_gpu():
+            pass
+        """
+    )
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner*"])
+
+
+def test_state_is_restored_when_the_test_body_raises(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+        import torch
+        from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+        ORIGINAL = torch.nn.Module.named_modules
+
+        @pytest.mark.nosync(checks=["host_overhead", "alloc_growth"])
+        def test_raises():
+            assert torch.nn.Module.named_modules is not ORIGINAL  # armed
+            assert _get_current_dispatch_mode() is not None
+            raise ValueError("boom")
+
+        def test_after():
+            assert torch.nn.Module.named_modules is ORIGINAL
+            assert _get_current_dispatch_mode() is None
+        """
+    )
+    result = pytester.runpytest("--nosync", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*ValueError: boom*"])

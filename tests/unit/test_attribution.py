@@ -1,0 +1,73 @@
+"""Blame the first frame outside torch and the plugin; read the expression that was running."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from pytest_nosync import attribution, hints
+from pytest_nosync.findings import Frame
+
+TORCH_FILE = torch.__file__.replace("__init__.py", "functional.py")
+
+
+def test_first_frame_outside_torch_is_blamed() -> None:
+    frames = [
+        Frame(TORCH_FILE, 10, "norm"),
+        Frame("/repo/pipeline.py", 42, "__call__"),
+        Frame("/repo/run.py", 7, "main"),
+    ]
+    where, stack = attribution.attribute(frames)
+    assert where == "/repo/pipeline.py:42"
+    assert stack[0].filename == TORCH_FILE  # the torch frame stays visible in the stack
+
+
+def test_plugin_frames_are_plumbing_but_suite_frames_are_blamed() -> None:
+    plugin_dir = attribution._PLUGIN_DIR
+    frames = [
+        Frame(plugin_dir + "detectors/cuda_sync.py", 5, "_on_warning"),
+        Frame(plugin_dir + "suite/test_targets.py", 9, "test_syncs"),
+    ]
+    where, stack = attribution.attribute(frames)
+    assert where.endswith("suite/test_targets.py:9")
+    assert all("detectors" not in f.filename for f in stack)
+
+
+def _expression_here():
+    frame = sys._getframe(1)
+    return attribution.executing_expression(frame)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions need Python 3.11")
+def test_executing_expression_picks_the_running_call_of_a_line() -> None:
+    values = [1, 2]
+    first, second = len(values), _expression_here()
+    assert second[0] == "_expression_here()"
+    assert first == 2
+
+
+@pytest.mark.parametrize(
+    ("expression", "opname", "kind", "pattern"),
+    [
+        ("sigmas[i].item()", "CALL", "dtoh_sync", "item"),
+        ("float(t)", "CALL", "dtoh_sync", "scalar_cast"),
+        ("x.tolist()", "CALL", "dtoh_sync", "tolist"),
+        ("x.cpu()", "CALL", "dtoh_sync", "to_host"),
+        ('x.to("cpu")', "CALL", "dtoh_sync", "to_host"),
+        ("torch.nonzero(x > 0)", "CALL", "dtoh_sync", "data_dependent_shape"),
+        ("x.repeat_interleave(r)", "CALL", "dtoh_sync", "repeat_interleave"),
+        ("torch.tensor([0.5], device=dev)", "CALL", "htod_sync", "tensor_from_data"),
+        ("self.sigmas[self.step_index].to(device)", "CALL", "htod_sync", "to_device"),
+        ("torch.cuda.synchronize()", "CALL", "device_sync", "synchronize"),
+        ("x[mask]", "BINARY_SUBSCR", "dtoh_sync", "mask_index"),
+        ("(x > 10).any()", "POP_JUMP_IF_FALSE", "dtoh_sync", "condition"),
+        ("torch.zeros(n, device=dev)", "CALL", "dtoh_sync", "shape_from_value"),
+        ("mystery(x)", "CALL", "dtoh_sync", "unknown"),
+    ],
+)
+def test_diagnose_patterns(expression: str, opname: str, kind: str, pattern: str) -> None:
+    diagnosis = hints.diagnose(expression, opname)
+    assert (diagnosis.kind, diagnosis.pattern) == (kind, pattern)
+    assert diagnosis.hint

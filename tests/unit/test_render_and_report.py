@@ -1,0 +1,88 @@
+"""Failure text, GitHub annotations and the run's JSON document."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pytest_nosync import run_report
+from pytest_nosync.findings import AFTER_STEPS, IN_STEP, Finding, Frame, Report, merge
+from pytest_nosync.policy import Policy, judge
+from pytest_nosync.render import github_annotations, render_report
+
+
+def _report(root: str) -> Report:
+    pipe = os.path.join(root, "src/pipe.py")
+    findings = [
+        Finding(
+            "dtoh_sync",
+            f"{pipe}:10",
+            (Frame(pipe, 10, "step", "s.item()"),),
+            0,
+            IN_STEP,
+            "scheduler_step",
+            1,
+            "hint: keep it a tensor",
+            "s.item()",
+            "sync_debug",
+        ),
+        Finding("dtoh_sync", f"{pipe}:10", (), 1, IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
+        Finding("dtoh_sync", f"{pipe}:10", (), 1, IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
+        Finding("htod_sync", f"{pipe}:30", (), None, AFTER_STEPS, None, 1, "", "torch.tensor(x)", "sync_debug"),
+    ]
+    judged, passed = judge(merge(findings), Policy())
+    return Report(
+        findings=judged, test_id="tests/test_x.py::test_y", check="syncs", target="flux", backend="cuda", passed=passed
+    )
+
+
+def test_merge_counts_repeats_per_step() -> None:
+    report = _report("/r")
+    assert [(f.step, f.count) for f in report.findings] == [(0, 1), (1, 2), (None, 1)]
+
+
+def test_failure_text_groups_by_place_with_counts_per_step(tmp_path) -> None:
+    text = render_report(_report(str(tmp_path)), root=str(tmp_path))
+    assert "nosync syncs: 3 finding(s) at 1 place(s) in target flux [cuda]" in text
+    assert "src/pipe.py:10  — step 0 ×1, step 1 ×2  [scheduler_step]" in text
+    assert "s.item()" in text and "hint:" in text
+    assert "outside the denoising steps" in text and "src/pipe.py:30" in text
+
+
+def test_github_annotations_only_for_failing_findings_in_the_repo(tmp_path) -> None:
+    report = _report(str(tmp_path))
+    outside = Finding("dtoh_sync", "/elsewhere/lib.py:3", status="fail")
+    report.findings.append(outside)
+    lines = github_annotations([report], str(tmp_path))
+    assert lines == [
+        "::error file=src/pipe.py,line=10,title=nosync dtoh_sync::dtoh_sync in tests/test_x.py::test_y: "
+        "s.item(). hint: keep it a tensor"
+    ]
+
+
+def test_json_document_round_trips(tmp_path) -> None:
+    report = _report(str(tmp_path))
+    path = tmp_path / "out" / "report.json"
+    run_report.check_writable(str(path))
+    run_report.write(str(path), run_report.document([report], run_report.environment("cuda")))
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == "pytest-nosync/1"
+    assert set(doc["environment"]) >= {"torch", "cuda", "diffusers", "device", "backend", "python"}
+    assert doc["summary"] == {"tests": 1, "failed": 1, "findings_by_status": {"fail": 3, "outside_steps": 1}}
+    test = doc["tests"][0]
+    assert set(test) >= {"test_id", "check", "target", "backend", "passed", "findings", "metrics"}
+    finding = test["findings"][0]
+    assert set(finding) >= {"kind", "where", "stack", "step", "phase", "region", "count", "hint", "status"}
+    _, reports = run_report.read(str(path))
+    assert reports[0].findings == report.findings
+
+
+def test_unwritable_report_path_is_a_sentence(tmp_path) -> None:
+    with pytest.raises(OSError, match="is a directory"):
+        run_report.check_writable(str(tmp_path))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="cannot write the nosync report"):
+        run_report.check_writable(str(blocker / "report.json"))
