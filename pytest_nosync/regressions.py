@@ -1,0 +1,133 @@
+"""Regression cases for fixes diffusers made to its hot loops; each fails if its fix regresses.
+
+1. UniPC: the multistep predictor/corrector must not read GPU scalars back (`torch.tensor(rks)`) nor copy
+   host constants per step (`torch.tensor([0.5], device=...)`), in any configuration people use.
+2. set_begin_index: without it, a scheduler's first step finds its index with `nonzero().item()`.
+3. Cached hook registries: entering/leaving `cache_context` must not walk the module tree every time.
+4. modulate_index: a QwenImage transformer with `zero_cond_t=True` must not rebuild `modulate_index`
+   from a Python list (a blocking host→device copy) on every forward.
+
+Each case is a library function returning a Report; the suite runs them, and the repository's bug twins
+prove each one fails on the pre-fix code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from .findings import Report
+from .guard import Guard
+from .policy import KnownMatcher, Policy, judge
+
+# ---- 1. UniPC ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UniPCConfig:
+    solver_order: int
+    solver_type: str
+    prediction: str  # "flow" (Wan: flow_prediction + flow sigmas) or "epsilon"
+    predict_x0: bool
+    corrector: bool
+
+    @property
+    def id(self) -> str:
+        return (
+            f"order{self.solver_order}-{self.solver_type}-{self.prediction}"
+            f"-x0{'on' if self.predict_x0 else 'off'}-corrector{'on' if self.corrector else 'off'}"
+        )
+
+    def scheduler_kwargs(self, steps: int) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "solver_order": self.solver_order,
+            "solver_type": self.solver_type,
+            "predict_x0": self.predict_x0,
+            "disable_corrector": [] if self.corrector else list(range(steps)),
+        }
+        if self.prediction == "flow":
+            kwargs.update(prediction_type="flow_prediction", use_flow_sigmas=True, flow_shift=3.0)
+        else:
+            kwargs.update(prediction_type="epsilon")
+        return kwargs
+
+
+def unipc_configs() -> list[UniPCConfig]:
+    """Solver order 1-3 × bh1/bh2 × flow (Wan) / epsilon × predict_x0 × corrector."""
+    return [
+        UniPCConfig(order, solver_type, prediction, x0, corrector)
+        for order, solver_type, prediction, x0, corrector in itertools.product(
+            (1, 2, 3), ("bh1", "bh2"), ("flow", "epsilon"), (True, False), (True, False)
+        )
+    ]
+
+
+WAN_UNIPC = UniPCConfig(2, "bh2", "flow", True, True)
+
+
+def scheduler_loop(
+    scheduler: Any,
+    device: torch.device,
+    steps: int = 8,
+    *,
+    begin_index: bool = True,
+    backend: str = "auto",
+    policy: Policy | None = None,
+    known: KnownMatcher | None = None,
+    name: str = "",
+) -> Report:
+    """Drive a scheduler alone through `steps` steps under the sync guard (a stand-in denoiser on device)."""
+    scheduler.set_timesteps(steps, device=device)
+    if begin_index and hasattr(scheduler, "set_begin_index"):
+        scheduler.set_begin_index(0)
+    generator = torch.Generator().manual_seed(0)
+    sample = torch.randn((1, 4, 8, 8), generator=generator).to(device)
+    timesteps = list(scheduler.timesteps.unbind(0))
+    guard = Guard(backend=backend, policy=policy, known=known, name=name)
+    with guard:
+        for t in timesteps:
+            with guard.step(), guard.annotate("scheduler_step"):
+                model_output = sample * 0.1 + 0.05
+                sample = scheduler.step(model_output, t, sample, return_dict=False)[0]
+    guard.report.check = "syncs"
+    return guard.report
+
+
+def unipc_case(config: UniPCConfig, device: torch.device, steps: int = 8, **guard: Any) -> Report:
+    from diffusers import UniPCMultistepScheduler
+
+    scheduler = UniPCMultistepScheduler(**config.scheduler_kwargs(steps))
+    return scheduler_loop(scheduler, device, steps, **guard)
+
+
+# ---- 2. set_begin_index --------------------------------------------------------------------------
+
+INIT_INDEX_FUNCTIONS = frozenset({"_init_step_index", "index_for_timestep"})
+
+
+def from_step_index_lookup(report: Report) -> Report:
+    """Keep the findings whose stack passes through a scheduler's step-index lookup."""
+    kept = [f for f in report.findings if any(fr.function in INIT_INDEX_FUNCTIONS for fr in f.stack)]
+    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+
+
+def pipeline_begin_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
+    """A pipeline call's syncs that come from the scheduler looking up its first step index."""
+    g = Guard(pipe, **guard)
+    with g, torch.no_grad():
+        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
+    report = from_step_index_lookup(g.report)
+    report.check = "set_begin_index"
+    return report
+
+
+# ---- helpers -------------------------------------------------------------------------------------
+
+
+def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
+    findings = [replace(f, status="new", note="") for f in report.findings]
+    judged, passed = judge(findings, policy, known)
+    return replace(report, findings=judged, passed=passed)
