@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from . import backends, baseline, marks, render, run_report, settings, suite_fixtures
+from . import backends, baseline, marks, multi_gpu, render, run_report, settings, suite_fixtures
 from .findings import STATUS_FAIL, Report
 from .fixtures import BASELINE, ITEM_REPORTS, NosyncFixture, marker_options
 
@@ -27,7 +27,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     settings.add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    multi_gpu.pin_worker(config)  # first: before anything can initialise CUDA in an xdist worker
     config.addinivalue_line("markers", marks.MARKER_HELP)
     config.addinivalue_line("markers", marks.GPU_MARKER_HELP)
     config.stash[SETTINGS] = opts = settings.read(config)
@@ -47,7 +49,19 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[BASELINE] = baseline.Baseline.load(opts.baseline)
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
+    if controller and config.pluginmanager.hasplugin("xdist"):
+        multi_gpu.check_worker_count(config)
     config.pluginmanager.register(NosyncSession(config, opts), "nosync-session")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    return multi_gpu.auto_workers(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    multi_gpu.assign_gpu(node)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -97,6 +97,13 @@ def add_options(parser: pytest.Parser) -> None:
         else:
             group.addoption(flag, action="store", default=None, dest=ini, metavar="VALUE", help=help_text)
         parser.addini(ini, help=help_text, type=kind if kind == "bool" else "string", default=default)
+    group.addoption(
+        "--nosync-share-gpus",
+        action="store_true",
+        default=False,
+        dest="nosync_share_gpus",
+        help="with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an error)",
+    )
     checkpoint_help = (
         "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF cache; "
         "safetensors only, no remote code); repeatable"

@@ -1,0 +1,87 @@
+"""Many GPUs through pytest-xdist: one worker per GPU, pinned before CUDA is initialised.
+
+`pytest -m gpu --nosync -n auto` starts one worker per visible GPU; worker k sees only GPU k
+(CUDA_VISIBLE_DEVICES is set in the worker before anything touches CUDA). More workers than GPUs is a
+usage error unless `--nosync-share-gpus` says sharing is wanted (then workers take GPUs round-robin).
+Results travel back as report properties, so the controller writes one merged report.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+GPU_LIST_KEY = "nosync_gpus"
+WORKER_GPU_KEY = "nosync_gpu"
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (the controller's view)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
+    import torch
+
+    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+
+
+def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:
+    if worker_index < len(gpus):
+        return gpus[worker_index]
+    if share and gpus:
+        return gpus[worker_index % len(gpus)]
+    raise pytest.UsageError(
+        f"worker gw{worker_index} has no GPU of its own ({len(gpus)} visible): use -n {len(gpus) or 1} "
+        "or -n auto, or --nosync-share-gpus to let workers share GPUs"
+    )
+
+
+def worker_index(config: pytest.Config) -> int | None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return None
+    return int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
+
+
+def pin_worker(config: pytest.Config) -> str | None:
+    """In an xdist worker: make only its GPU visible. Must run before CUDA is initialised."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or WORKER_GPU_KEY not in workerinput:
+        return None
+    gpu = str(workerinput[WORKER_GPU_KEY])
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    return gpu
+
+
+def auto_workers(config: pytest.Config) -> int | None:
+    """`-n auto` with --nosync on a GPU machine: one worker per visible GPU."""
+    if not config.getoption("nosync", default=None) and not config.getini("nosync"):
+        return None
+    return len(visible_gpus()) or None  # no GPU: xdist's own default (CPU count) applies
+
+
+def assign_gpu(node: Any) -> None:
+    """On the controller, as xdist sets a worker up: give it its GPU."""
+    config = node.config
+    if not config.getoption("nosync", default=None) and not config.getini("nosync"):
+        return
+    gpus = visible_gpus()
+    if not gpus:
+        return
+    index = int(str(node.workerinput["workerid"]).lstrip("gw") or 0)
+    node.workerinput[WORKER_GPU_KEY] = gpu_for_worker(index, gpus, bool(config.getoption("nosync_share_gpus")))
+
+
+def check_worker_count(config: pytest.Config) -> None:
+    """Fail early, with a sentence, when an explicit -n exceeds the GPUs."""
+    wanted = config.getoption("numprocesses", default=None)
+    if not isinstance(wanted, int) or wanted <= 1 or config.getoption("nosync_share_gpus"):
+        return
+    gpus = visible_gpus()
+    if gpus and wanted > len(gpus):
+        raise pytest.UsageError(
+            f"-n {wanted} asks for more workers than the {len(gpus)} visible GPU(s): "
+            "use -n auto (one worker per GPU), or --nosync-share-gpus to share GPUs on purpose"
+        )

@@ -1,0 +1,109 @@
+"""pytest-xdist: one worker per GPU, pinned; one merged report; nothing leaks between workers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("xdist")
+pytest_plugins = ["pytester"]
+
+WORKER_ENV = """
+import os, pytest
+
+@pytest.mark.parametrize("i", range(4))
+def test_where_am_i(i, tmp_path_factory):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    root = tmp_path_factory.getbasetemp().parent.parent
+    (root / f"{worker}-{i}.gpu").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+"""
+
+
+@pytest.fixture
+def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    # The controller's view of the GPUs comes from CUDA_VISIBLE_DEVICES when it is set.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    return ["3", "5"]
+
+
+def _seen(pytester: pytest.Pytester) -> dict[str, str]:
+    files = pytester.path.parent.rglob("gw*.gpu")
+    return {f.name.split("-")[0]: f.read_text() for f in files}
+
+
+def test_auto_gives_one_worker_per_gpu_each_pinned(pytester: pytest.Pytester, gpus: list[str]) -> None:
+    pytester.makepyfile(WORKER_ENV)
+    result = pytester.runpytest_subprocess("--nosync", "-n", "auto", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*2 workers*"])
+    assert _seen(pytester) == {"gw0": "3", "gw1": "5"}
+
+
+def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester, gpus: list[str]) -> None:
+    pytester.makepyfile(WORKER_ENV)
+    result = pytester.runpytest_subprocess("--nosync", "-n", "3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*-n 3 asks for more workers than the 2 visible GPU(s)*"])
+
+
+def test_sharing_gpus_is_opt_in_and_round_robin(pytester: pytest.Pytester, gpus: list[str]) -> None:
+    pytester.makepyfile(WORKER_ENV.replace("range(4)", "range(12)"))
+    result = pytester.runpytest_subprocess("--nosync", "-n", "3", "--nosync-share-gpus", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=12)
+    assert _seen(pytester) == {"gw0": "3", "gw1": "5", "gw2": "3"}
+
+
+MANY_REPORTS = """
+import os, pytest
+from pytest_nosync.findings import Finding, Report
+from pytest_nosync.policy import Policy, judge
+
+@pytest.mark.parametrize("i", range(6))
+def test_report(i, nosync):
+    findings, passed = judge([Finding("dtoh_sync", f"/src/test_{i}.py:{i + 1}", step=1)], Policy())
+    nosync.add_report(Report(findings=findings, check="syncs", target=os.environ["PYTEST_XDIST_WORKER"],
+                             passed=passed))
+"""
+
+
+def test_one_merged_report_without_loss_or_duplicates(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makepyfile(MANY_REPORTS)
+    out = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess("--nosync", "-n", "2", f"--nosync-report={out}", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=6)
+    doc = json.loads(out.read_text())
+    ids = [t["test_id"] for t in doc["tests"]]
+    assert ids == sorted(ids) and len(ids) == 6
+    # Each test carries exactly its own finding: nothing leaked from another test or worker.
+    for test in doc["tests"]:
+        i = int(test["test_id"].split("[")[1].rstrip("]"))
+        assert [f["where"] for f in test["findings"]] == [f"/src/test_{i}.py:{i + 1}"]
+    assert {t["target"] for t in doc["tests"]} == {"gw0", "gw1"}
+    assert result.stdout.str().count("FAIL ") == 6
+
+
+GUARDED = """
+import pytest, torch
+
+ORIGINAL = torch.nn.Module.named_modules
+
+@pytest.mark.parametrize("i", range(8))
+@pytest.mark.nosync(checks=["host_overhead"])
+def test_guarded(i):
+    assert torch.nn.Module.named_modules is not ORIGINAL
+    if i % 2:
+        raise RuntimeError("boom")
+
+@pytest.mark.parametrize("i", range(8))
+def test_unguarded(i):
+    assert torch.nn.Module.named_modules is ORIGINAL
+"""
+
+
+def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makepyfile(GUARDED)
+    result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=12, failed=4)
