@@ -1,0 +1,96 @@
+"""FLUX.1-dev: a guidance-distilled MM-DiT; one transformer call per step, guidance fed as an embedding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pytest_nosync.targets._common import generator, randn
+from pytest_nosync.targets.base import CallContext, Target
+
+# FLUX.1-dev pads the T5 prompt to `max_sequence_length=512`; nothing in the configs says so.
+TEXT_SEQ_LEN = 512
+# Latent grid of the call, before 2x2 packing: 8x8 = 64 image tokens.
+LATENT_SIZE = 16
+
+
+def build_components() -> dict[str, Any]:
+    import diffusers
+
+    torch.manual_seed(0)
+    transformer = diffusers.FluxTransformer2DModel(
+        patch_size=1,
+        in_channels=16,  # 4 latent channels, packed 2x2
+        num_layers=1,
+        num_single_layers=1,
+        attention_head_dim=16,
+        num_attention_heads=2,
+        joint_attention_dim=32,
+        pooled_projection_dim=32,
+        guidance_embeds=True,
+        axes_dims_rope=(4, 6, 6),  # sums to attention_head_dim, as (16, 56, 56) does for 128
+    )
+    torch.manual_seed(0)
+    vae = diffusers.AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+        block_out_channels=(8, 16),
+        layers_per_block=1,
+        latent_channels=4,
+        norm_num_groups=4,
+        sample_size=32,
+        use_quant_conv=False,
+        use_post_quant_conv=False,
+        scaling_factor=0.3611,
+        shift_factor=0.1159,
+    )
+    # The FLUX.1-dev scheduler config: resolution-dependent shift.
+    scheduler = diffusers.FlowMatchEulerDiscreteScheduler(
+        num_train_timesteps=1000,
+        shift=3.0,
+        use_dynamic_shifting=True,
+        base_shift=0.5,
+        max_shift=1.15,
+        base_image_seq_len=256,
+        max_image_seq_len=4096,
+    )
+    return {
+        "scheduler": scheduler,
+        "vae": vae,
+        "transformer": transformer,
+        "text_encoder": None,
+        "tokenizer": None,
+        "text_encoder_2": None,
+        "tokenizer_2": None,
+    }
+
+
+def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
+    config = pipe.transformer.config
+    size = LATENT_SIZE * pipe.vae_scale_factor
+    return {
+        # T5 hidden states and the pooled CLIP vector.
+        "prompt_embeds": randn(ctx, 1, TEXT_SEQ_LEN, config.joint_attention_dim),
+        "pooled_prompt_embeds": randn(ctx, 1, config.pooled_projection_dim, offset=1),
+        "guidance_scale": 3.5,
+        "height": size,
+        "width": size,
+        "num_inference_steps": ctx.steps,
+        "generator": generator(ctx),
+        "output_type": "pt",
+    }
+
+
+FLUX = Target(
+    name="flux",
+    pipeline_class="FluxPipeline",
+    checkpoint="black-forest-labs/FLUX.1-dev",
+    build_components=build_components,
+    call_kwargs=call_kwargs,
+    text_encoding="no CLIP/T5: random T5 prompt embeddings (512 tokens) and pooled CLIP vector passed in",
+    description="FLUX.1-dev text-to-image, guidance-distilled (guidance 3.5 as an embedding, no CFG batch)",
+    extra_classes=("FluxTransformer2DModel", "AutoencoderKL", "FlowMatchEulerDiscreteScheduler"),
+)
