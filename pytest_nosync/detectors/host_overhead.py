@@ -134,7 +134,7 @@ class HostOverheadDetector(Detector):
 
     def metrics(self) -> dict[str, Any]:
         return {
-            "module_visits_per_step": {str(k): v for k, v in sorted(self.visits.items())},
+            "module_visits_per_step": {str(k): self.visits.get(k, 0) for k in sorted(self.guard.step_ms)},
             "tree_size": self.tree_size,
             "host_ms_outside_denoiser": {str(k): v for k, v in self._overhead_ms().items()},
         }
