@@ -17,6 +17,7 @@ from .fixtures import nosync as nosync
 from .run_report import diffusers_version
 from .suite_fixtures import nosync_call_context as nosync_call_context
 from .suite_fixtures import nosync_check as nosync_check
+from .suite_fixtures import nosync_guard_options as nosync_guard_options
 from .suite_fixtures import nosync_pipeline as nosync_pipeline
 from .suite_fixtures import nosync_target as nosync_target
 

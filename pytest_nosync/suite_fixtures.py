@@ -74,6 +74,9 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
     if isinstance(target, str):
         if target not in TARGETS:
             raise pytest.UsageError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+        selected = settings.of(request.config).targets
+        if selected and target not in selected:
+            pytest.skip(f"target {target} is not selected by --nosync-targets")
         target = TARGETS[target]
     if not isinstance(target, Target):
         raise pytest.UsageError("nosync_target needs a parameter: a target name or a pytest_nosync Target")
@@ -145,3 +148,24 @@ def nosync_check(
         return run_check(check, nosync_pipeline, options)
 
     return run
+
+
+@pytest.fixture
+def nosync_guard_options(request: pytest.FixtureRequest) -> Callable[..., dict[str, Any]]:
+    """Guard options for a regression case: backend, mode, policy, the baseline matcher for this test.
+
+    Call it with the check name (and target) the baseline should scope the case by.
+    """
+    opts = settings.of(request.config)
+    marker = marker_options(request.node)
+
+    def options(check: str, target: str = "") -> dict[str, Any]:
+        return {
+            "backend": opts.backend,
+            "mode": opts.mode or marker.mode or "warn",
+            "policy": marker.policy,
+            "known": known_matcher(request.config, request.node.nodeid, target, check),
+            "name": request.node.nodeid,
+        }
+
+    return options

@@ -1,0 +1,93 @@
+"""Regression cases for the four known fixes, separate from the per-target checks.
+
+Each passes on fixed code and fails, naming the file:line, if its fix regresses. Findings accepted for
+now live in the known-issues baseline (--nosync-baseline), never in these tests.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_nosync import regressions
+from pytest_nosync.targets.base import CallContext
+
+pytestmark = pytest.mark.gpu
+
+
+def _report(report, check: str, target: str = ""):
+    report.check, report.target = check, target
+    return report
+
+
+@pytest.mark.parametrize("config", regressions.unipc_configs(), ids=lambda c: c.id)
+def test_unipc_steps_are_sync_free(config, nosync_call_context, nosync_guard_options, nosync) -> None:
+    """UniPC after set_begin_index: no sync in any step, in every configuration people use."""
+    pytest.importorskip("diffusers")
+    options = nosync_guard_options("regression:unipc")
+    report = regressions.unipc_case(config, nosync_call_context.device, **options)
+    nosync.add_report(_report(report, "regression:unipc"))
+
+
+@pytest.mark.parametrize("scheduler", ["FlowMatchEulerDiscreteScheduler", "UniPCMultistepScheduler"])
+def test_scheduler_first_step_after_set_begin_index(
+    scheduler, nosync_call_context, nosync_guard_options, nosync
+) -> None:
+    """Every scheduler the targets use: with set_begin_index(0), the first step does no index lookup sync."""
+    import diffusers
+
+    cls = getattr(diffusers, scheduler)
+    kwargs = {"prediction_type": "flow_prediction", "use_flow_sigmas": True} if "UniPC" in scheduler else {}
+    options = nosync_guard_options("regression:set_begin_index", scheduler)
+    report = regressions.scheduler_loop(cls(**kwargs), nosync_call_context.device, 4, **options)
+    nosync.add_report(_report(regressions.from_step_index_lookup(report), "regression:set_begin_index", scheduler))
+
+
+def test_pipeline_calls_set_begin_index(
+    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+) -> None:
+    """Behaviourally: the target's first step has no sync from the scheduler looking up its index."""
+    ctx = nosync_call_context
+    kwargs = nosync_target.call_kwargs(nosync_pipeline, ctx)
+    options = nosync_guard_options("regression:set_begin_index", nosync_target.name)
+    report = regressions.pipeline_begin_index_case(nosync_pipeline, kwargs, denoiser=nosync_target.denoiser, **options)
+    nosync.add_report(_report(report, "regression:set_begin_index", nosync_target.name))
+
+
+@pytest.mark.parametrize("cache", ["no_cache", "first_block_cache"])
+def test_cache_context_does_not_walk_the_tree(
+    cache, nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+) -> None:
+    """Entering/leaving cache_context in a steady-state step walks no module tree (cached registries)."""
+    import diffusers
+
+    denoiser = getattr(nosync_pipeline, nosync_target.denoiser)
+    if not hasattr(denoiser, "cache_context"):
+        pytest.skip(f"{type(denoiser).__name__} has no cache_context in diffusers {diffusers.__version__}")
+    config = None
+    if cache == "first_block_cache":
+        config = diffusers.FirstBlockCacheConfig(threshold=0.05)
+    ctx = nosync_call_context
+
+    def call_kwargs(steps: int) -> dict:
+        return nosync_target.call_kwargs(nosync_pipeline, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
+
+    options = nosync_guard_options("regression:cache_context", nosync_target.name)
+    try:
+        report = regressions.cache_context_case(
+            nosync_pipeline, call_kwargs, 3, config, denoiser=nosync_target.denoiser, **options
+        )
+    except ValueError as exc:  # a cache technique the model does not support
+        pytest.skip(f"{cache} on {nosync_target.name}: {exc}")
+    report.metrics["cache_context_cost"] = regressions.cache_context_cost(denoiser)
+    nosync.add_report(_report(report, "regression:cache_context", nosync_target.name))
+
+
+@pytest.mark.parametrize("nosync_target", ["qwenimage_edit"], indirect=True)
+def test_modulate_index_is_built_once(
+    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+) -> None:
+    """zero_cond_t QwenImage: steps 2..N build no modulate_index from a Python list (no host→device copy)."""
+    kwargs = nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+    options = nosync_guard_options("regression:modulate_index", nosync_target.name)
+    report = regressions.modulate_index_case(nosync_pipeline, kwargs, **options)
+    nosync.add_report(_report(report, "regression:modulate_index", nosync_target.name))
