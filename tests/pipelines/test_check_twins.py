@@ -1,0 +1,53 @@
+"""Each check of the suite fails on a real tiny pipeline that does the offending thing, naming the line.
+
+The clean twin is the same pipeline without the wrapper: every check passes on it.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_nosync.checks import CheckOptions, run_check
+from pytest_nosync.targets.base import CallContext
+from pytest_nosync.targets.registry import TARGETS, build_pipeline
+from tests.twins import pipeline_twins
+
+TARGET = TARGETS["flux"]
+KIND = {
+    "syncs": "dtoh_sync",
+    "graph_breaks": "graph_break",
+    "recompiles": "recompile",
+    "alloc_growth": "alloc_growth",
+    "host_overhead": "host_overhead",
+}
+CHECK_OF = {"recompiles": "graph_breaks"}  # recompiles are part of the graph check
+
+
+@pytest.fixture
+def pipe(device: torch.device):
+    pipe = build_pipeline(TARGET, device, torch.float32)
+    yield pipe
+    pipeline_twins.uninstall(pipe.transformer)
+
+
+def _options(pipe, device: torch.device, backend: str) -> CheckOptions:
+    def call_kwargs(steps: int) -> dict:
+        return TARGET.call_kwargs(pipe, CallContext(device, torch.float32, steps))
+
+    return CheckOptions(call_kwargs=call_kwargs, steps=2, backend=backend, target=TARGET.name)
+
+
+@pytest.mark.parametrize("twin", list(pipeline_twins.TWINS))
+def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
+    pipeline_twins.TWINS[twin](pipe.transformer)
+    report = run_check(CHECK_OF.get(twin, twin), pipe, _options(pipe, device, backend))
+    expected = pipeline_twins.line_of(twin)
+    assert report.passed is False, report.findings
+    assert (KIND[twin], expected) in {(f.kind, f.where) for f in report.failures}, report.findings
+
+
+@pytest.mark.parametrize("check", ["syncs", "graph_breaks", "alloc_growth", "host_overhead"])
+def test_clean_twin_passes(check: str, pipe, device, backend) -> None:
+    report = run_check(check, pipe, _options(pipe, device, backend))
+    assert report.passed, report.findings
