@@ -14,6 +14,8 @@ prove each one fails on the pre-fix code.
 from __future__ import annotations
 
 import itertools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -125,6 +127,91 @@ def pipeline_begin_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: A
         pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
     report = from_step_index_lookup(g.report)
     report.check = "set_begin_index"
+    return report
+
+
+# ---- 3. cached hook registries -------------------------------------------------------------------
+
+CACHE_CONTEXT_FUNCTIONS = frozenset({"cache_context", "_set_context", "_set_cache_context", "_get_child_registries"})
+
+
+def from_cache_context(report: Report) -> Report:
+    """Keep the module-tree walks made on the way into or out of `cache_context`."""
+    kept = [f for f in report.findings if any(fr.function in CACHE_CONTEXT_FUNCTIONS for fr in f.stack)]
+    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+
+
+def cache_context_case(
+    pipe: Any,
+    call_kwargs: Callable[[int], dict[str, Any]],
+    steps: int = 3,
+    cache_config: Any = None,
+    denoiser: str = "transformer",
+    **guard: Any,
+) -> Report:
+    """Module-tree walks per steady-state step caused by cache_context, with a cache hook enabled or not.
+
+    `call_kwargs(steps)` returns fresh call kwargs. A warm-up call builds whatever the hooks cache.
+    """
+    model = getattr(pipe, denoiser)
+    if cache_config is not None:
+        model.enable_cache(cache_config)
+    try:
+        with torch.no_grad():
+            pipe(**call_kwargs(steps))
+        g = Guard(pipe, checks=("host_overhead",), warmup_steps=1, denoiser=denoiser, **guard)
+        with g, torch.no_grad():
+            pipe(**call_kwargs(steps), callback_on_step_end=g.callback_on_step_end)
+    finally:
+        if cache_config is not None:
+            model.disable_cache()
+    report = from_cache_context(g.report)
+    report.check = "cache_context"
+    return report
+
+
+def cache_context_cost(model: Any, repeats: int = 50) -> dict[str, float]:
+    """What one enter/exit of `model.cache_context` costs: modules visited and host microseconds."""
+    with model.cache_context("warmup"):  # let the registries build (and cache) their child lists
+        pass
+    g = Guard(checks=("host_overhead",), warmup_steps=0)
+    with g:
+        for _ in range(repeats):
+            with g.step(), model.cache_context("cond"):
+                pass
+    start = time.perf_counter()
+    for _ in range(repeats):
+        with model.cache_context("cond"):
+            pass
+    elapsed_us = (time.perf_counter() - start) * 1e6 / repeats
+    visits = g.report.metrics.get("module_visits_per_step", {})
+    return {
+        "modules": float(sum(1 for _ in model.modules())),
+        "visits_per_enter_exit": sum(visits.values()) / max(1, len(visits)),
+        "us_per_enter_exit": round(elapsed_us, 1),
+    }
+
+
+# ---- 4. modulate_index ---------------------------------------------------------------------------
+
+
+def from_denoiser_after_first_step(report: Report) -> Report:
+    """Keep the syncs inside the denoiser from the second step on: what a cached value avoids."""
+    kept = [f for f in report.findings if f.region == "transformer_forward" and (f.step or 0) >= 1]
+    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+
+
+def modulate_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
+    """A zero_cond_t QwenImage transformer driven by an edit pipeline: no sync in its forward from step 2."""
+    if not getattr(getattr(pipe, "transformer", None), "zero_cond_t", False):
+        raise ValueError("the modulate_index case needs a QwenImage transformer with zero_cond_t=True")
+    with torch.no_grad():
+        pipe(**call_kwargs)
+    g = Guard(pipe, **guard)
+    with g, torch.no_grad():
+        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
+    report = from_denoiser_after_first_step(g.report)
+    report.check = "modulate_index"
     return report
 
 
