@@ -17,6 +17,8 @@ from .base import Detector
 
 ERROR_MESSAGE = "pytest-nosync: a synchronizing operation on the emulated device inside a guarded step (fail-fast mode)"
 _SCALAR_PATTERN = "scalar_cast"  # a value read back (.item() and friends) whose expression says nothing more
+# Expression patterns that say more than the op's: the copy is the tail of torch.tensor(...), a tolist().
+_REFINEMENTS = {"to_device": ("tensor_from_data",), "to_host": ("tolist",)}
 
 
 class EmulatedSyncDetector(Detector):
@@ -70,14 +72,19 @@ class EmulatedSyncDetector(Detector):
 
 
 def _diagnose(event: syncs.SyncEvent, expression: str, opname: str) -> tuple[str, str]:
-    """(pattern, hint): the expression names the pattern, unless it says nothing or contradicts the op."""
-    if event.hint:  # a case only the op can tell (a non_blocking copy from pageable memory, ...)
-        return event.pattern, event.hint
+    """(pattern, hint). The op's own pattern wins (`x[mask] = v` is a mask index whatever else the line
+    says), unless the expression refines it (`torch.tensor(data, device=d)` is a copy to the device built
+    from host data). A plain read of a value (`_local_scalar_dense`) is named by its expression: `.item()`,
+    `float()`, an `if`, a shape."""
     diagnosis = hints.diagnose(expression, opname, default_kind=event.kind)
-    if diagnosis.kind == event.kind and diagnosis.pattern != "unknown":
+    same_kind = diagnosis.kind == event.kind
+    if event.pattern:
+        if same_kind and diagnosis.pattern in _REFINEMENTS.get(event.pattern, ()):
+            return diagnosis.pattern, diagnosis.hint
+        return event.pattern, event.hint or hints.hint_for(event.pattern)
+    if same_kind and diagnosis.pattern != "unknown":
         return diagnosis.pattern, diagnosis.hint
-    pattern = event.pattern or _SCALAR_PATTERN
-    return pattern, event.hint or hints.hint_for(pattern)
+    return _SCALAR_PATTERN, hints.hint_for(_SCALAR_PATTERN)
 
 
 def _first_outside(frame: types.FrameType | None) -> types.FrameType | None:

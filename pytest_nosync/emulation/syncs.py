@@ -45,7 +45,7 @@ NON_BLOCKING_PAGEABLE_HINT = (
     "non_blocking=True from pageable memory still waits: pin the host tensor (pin_memory()) or keep the value "
     "on the device"
 )
-HOST_OPERAND_HINT = "a host tensor used to index a device tensor is copied to the device first: create it there"
+HOST_OPERAND_HINT = "host indices or values of a device indexing op are copied to the device first: create them there"
 DEVICE_INDEX_HINT = "a host tensor indexed with device indices copies them to the host: index on one side only"
 EQUAL_HINT = "torch.equal returns a Python bool read from the device: keep (a == b).all() as a tensor"
 HISTC_HINT = "histc without a range reads min/max back from the device: pass min= and max="
@@ -130,6 +130,7 @@ def _build_checks() -> dict[Any, Check]:
     table: dict[Any, Check] = {
         aten._local_scalar_dense.default: _read(""),  # .item(), float(), bool(), if, shapes: the expression tells
         aten.equal.default: equal,
+        aten.allclose.default: _read(""),  # a Python bool
         aten.nonzero.default: shape,
         aten.masked_select.default: shape,
         aten._unique.default: shape,
@@ -151,18 +152,20 @@ def _build_checks() -> dict[Any, Check]:
     return table
 
 
+def _checks() -> dict[Any, Check]:
+    if not _CHECKS:  # built on first use: resolving the ops is work an import must not do
+        _CHECKS.update(_build_checks())
+    return _CHECKS
+
+
 def classify(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
     """The sync `func(*args, **kwargs)` would be on a GPU (args still on the stand-in device), or None."""
-    if not _CHECKS:
-        _CHECKS.update(_build_checks())
-    check = _CHECKS.get(func)
+    check = _checks().get(func)
     return None if check is None else check(func, args, kwargs)
 
 
-# Ops that may legitimately mix host and device tensors (everything else with a non-scalar host operand
-# fails on a GPU, and fails here the same way).
 def mixing_allowed(func: Any) -> bool:
-    if not _CHECKS:
-        _CHECKS.update(_build_checks())
-    check = _CHECKS.get(func)
+    """Copies and indexing may take host and device tensors together; any other op with a non-scalar host
+    operand fails on a GPU (and fails under emulation the same way)."""
+    check = _checks().get(func)
     return check is _copy or check is _index

@@ -107,6 +107,35 @@ def test_non_blocking_copies(device: torch.device) -> None:
     assert [(f.kind, f.data["pattern"]) for f in g.report.failures] == [("htod_sync", "non_blocking_pageable")]
 
 
+# (what, expected (kind, pattern) or None for no sync); x: 8 values in [0, 1) on the device
+OPS: list[tuple[str, Callable[[torch.Tensor], object], tuple[str, str] | None]] = [
+    ("histc without a range", lambda x: torch.histc(x), ("dtoh_sync", "histc_range")),
+    ("histc with a range", lambda x: torch.histc(x, bins=4, min=0, max=1), None),
+    ("bincount", lambda x: torch.bincount((x * 4).long()), ("dtoh_sync", "data_dependent_shape")),
+    ("allclose", lambda x: torch.allclose(x, x), ("dtoh_sync", "scalar_cast")),
+    ("linalg.solve", lambda x: torch.linalg.solve(torch.diag(x[:3] + 1), x[:3]), ("dtoh_sync", "linalg_check")),
+    ("linalg.solve_ex", lambda x: torch.linalg.solve_ex(torch.diag(x[:3] + 1), x[:3]), None),
+    ("mask assignment", lambda x: x.clone().__setitem__(x > 0.5, 0.0), ("dtoh_sync", "mask_index")),
+    ("host indices", lambda x: x[torch.arange(2)], ("htod_sync", "host_operand")),
+    ("device indices into a host tensor", lambda x: torch.ones(8)[x.argsort()], ("dtoh_sync", "device_index")),
+    ("f-string of a device scalar", lambda x: f"{x.sum():.2f}", ("dtoh_sync", "scalar_cast")),
+    ("masked_fill", lambda x: x.masked_fill(x > 0.5, 0.0), None),
+    (
+        "topk, sort, cumsum, searchsorted",
+        lambda x: torch.searchsorted(x.sort().values, x.topk(2).values.cumsum(0)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "op", "expected"), OPS, ids=[name for name, _, _ in OPS])
+def test_what_each_op_would_do_on_a_gpu(device: torch.device, name: str, op: Callable, expected) -> None:
+    x = torch.rand(8, generator=torch.Generator().manual_seed(0)).to(device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        op(x)
+    assert [(f.kind, f.data["pattern"]) for f in g.report.findings] == ([expected] if expected else [])
+
+
 def test_host_and_device_tensors_do_not_mix(device: torch.device) -> None:
     x = torch.ones(4, device=device)
     with pytest.raises(RuntimeError, match="same device"):
