@@ -19,14 +19,14 @@ from typing import Any
 
 import torch
 
-from .tensor import _unwrap, _wrap, dispatch, ops_run
+from .tensor import dispatch, ops_run, unwrap, wrap
 
 
 def _factory(op: Any, *args: Any, **kwargs: Any) -> Any:
     ops_run[0] += 1
     hosted: list = []
-    out = op(*(_unwrap(a, hosted) for a in args), **{k: _unwrap(v, hosted) for k, v in kwargs.items()})
-    return _wrap(out, ())
+    out = op(*(unwrap(a, hosted) for a in args), **{k: unwrap(v, hosted) for k, v in kwargs.items()})
+    return wrap(out, ())
 
 
 def _factory_kernel(op: Any) -> Any:

@@ -74,13 +74,13 @@ _make_wrapper = torch.Tensor._make_wrapper_subclass
 _TENSOR_DATA = torch._C.TensorBase.data
 
 
-def _unwrap(value: Any, hosted: list) -> Any:
+def unwrap(value: Any, hosted: list) -> Any:
     """The CPU counterpart of an argument; `hosted` collects non-scalar host tensors (mixed devices)."""
     cls = value.__class__
     if cls is EmulatedTensor:
         return value._raw
     if cls is list or cls is tuple:
-        return cls([_unwrap(v, hosted) for v in value])
+        return cls([unwrap(v, hosted) for v in value])
     if cls is torch.device:
         return _CPU if value.type == DEVICE_TYPE else value
     if isinstance(value, torch.Tensor) and value.dim() > 0:
@@ -88,7 +88,7 @@ def _unwrap(value: Any, hosted: list) -> Any:
     return value
 
 
-def _wrap(value: Any, inputs: tuple) -> Any:
+def wrap(value: Any, inputs: tuple) -> Any:
     cls = value.__class__
     if cls is torch.Tensor:
         for arg in inputs:  # in-place ops, out= and copy_ return an argument: keep its identity
@@ -96,7 +96,7 @@ def _wrap(value: Any, inputs: tuple) -> Any:
                 return arg
         return EmulatedTensor(value)
     if cls is list or cls is tuple:
-        return cls([_wrap(v, inputs) for v in value])
+        return cls([wrap(v, inputs) for v in value])
     return value
 
 
@@ -115,8 +115,8 @@ def dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
         if event is not None:
             syncs.listener(event)  # may raise (fail-fast mode): before the op runs, at the offending line
     hosted: list = []
-    raw_args = [a._raw if a.__class__ is EmulatedTensor else _unwrap(a, hosted) for a in args]
-    raw_kwargs = {k: _unwrap(v, hosted) for k, v in kwargs.items()} if kwargs else kwargs
+    raw_args = [a._raw if a.__class__ is EmulatedTensor else unwrap(a, hosted) for a in args]
+    raw_kwargs = {k: unwrap(v, hosted) for k, v in kwargs.items()} if kwargs else kwargs
     if hosted and not syncs.mixing_allowed(func):
         raise RuntimeError(
             "Expected all tensors to be on the same device, but found at least two devices, "
@@ -125,7 +125,7 @@ def dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
     out = func._op(*raw_args, **raw_kwargs)  # the OpOverload's builtin, minus one Python frame
     if _stays_on_host(func, args, kwargs):
         return out
-    out = _wrap(out, args + tuple(kwargs.values()) if kwargs else args)
+    out = wrap(out, args + tuple(kwargs.values()) if kwargs else args)
     if func in _RESHAPING_IN_PLACE or (kwargs and "out" in kwargs):
         _refresh_metadata(args + tuple(kwargs.values()))
     return out
