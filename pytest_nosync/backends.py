@@ -35,6 +35,9 @@ def resolve(name: str, syncs: bool = True) -> str:
         )
     if syncs and name == "emulate" and "emulate" not in _SYNC_DETECTORS:
         raise BackendUnavailable("CPU emulation is not available in this version of pytest-nosync")
+    reason = _UNAVAILABLE[name]() if name in _UNAVAILABLE else None
+    if reason is not None:
+        raise BackendUnavailable(reason)
     return name
 
 
@@ -50,21 +53,66 @@ def _cuda_sync_detectors(mode: str, profile: bool) -> list[Detector]:
     return detectors
 
 
+def _emulated_sync_detectors(mode: str, profile: bool) -> list[Detector]:
+    # No profiler confirmation here: the emulated device has no CUDA syncs for a profiler to see.
+    from .detectors.emulated import EmulatedSyncDetector
+    from .detectors.explicit_sync import ExplicitSyncDetector
+
+    return [EmulatedSyncDetector(mode), ExplicitSyncDetector(mode)]
+
+
+def _emulated_device() -> torch.device:
+    from .emulation import install
+
+    return install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
+
+
+def _emulation_unavailable() -> str | None:
+    from .emulation import unavailable_reason
+
+    reason = unavailable_reason()
+    return f"CPU emulation is not available: {reason}" if reason else None
+
+
 # backend → factory of the detectors that see syncs on it, and the device pipelines run on under it
 _SYNC_DETECTORS: dict[str, Callable[[str, bool], list[Detector]]] = {"cuda": _cuda_sync_detectors}
 _DEVICES: dict[str, Callable[[], torch.device]] = {"cuda": lambda: torch.device("cuda")}
+_UNAVAILABLE: dict[str, Callable[[], str | None]] = {}
 
 
 def register_sync_backend(
-    name: str, factory: Callable[[str, bool], list[Detector]], device: Callable[[], torch.device]
+    name: str,
+    factory: Callable[[str, bool], list[Detector]],
+    device: Callable[[], torch.device],
+    unavailable: Callable[[], str | None] | None = None,
 ) -> None:
+    """Add a backend: its sync detectors, its execution device, and why it cannot run here (None: it can)."""
     _SYNC_DETECTORS[name] = factory
     _DEVICES[name] = device
+    if unavailable is not None:
+        _UNAVAILABLE[name] = unavailable
+
+
+# Registering costs nothing: the device is created when a test first asks for it.
+register_sync_backend("emulate", _emulated_sync_detectors, _emulated_device, _emulation_unavailable)
 
 
 def execution_device(backend: str) -> torch.device:
     """The device a pipeline runs on under `backend` ('auto' resolved first)."""
     return _DEVICES[resolve(backend)]()
+
+
+def generator(device: torch.device | str, seed: int) -> torch.Generator:
+    """A seeded generator on `device`. The emulated device cannot have a torch.Generator of its own, so it
+    gets a CPU generator that reports the emulated device (diffusers samples where the generator is)."""
+    from .emulation import DEVICE_TYPE
+
+    kind = device.type if isinstance(device, torch.device) else str(device).split(":")[0]
+    if kind == DEVICE_TYPE:
+        from .emulation import generator as emulated_generator
+
+        return emulated_generator(seed)
+    return torch.Generator(device=device).manual_seed(seed)
 
 
 def detectors_for(

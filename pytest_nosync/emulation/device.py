@@ -1,0 +1,125 @@
+"""The stand-in device: torch's PrivateUse1 backend, renamed and given kernels that compute on the CPU.
+
+`install()` is idempotent and does, once per process:
+  * `torch.utils.rename_privateuse1_backend(DEVICE_TYPE)`: torch allows one rename per process and no
+    undo, so this is the one global the plugin leaves behind. The registrations that give the name a
+    meaning (the `torch.emu` module, the hooks and device guard, the kernels) stay with it; they only
+    concern tensors on that device, and nothing else in the process changes behaviour.
+  * a `torch.emu` module that says the device is *not* available, so that code choosing "the
+    accelerator" (`torch.accelerator.is_available()`) never picks it by itself;
+  * a fallback kernel for factories on the device (`torch.zeros(..., device="emu")`) and a `copy_` kernel
+    (reached with Python dispatch off, from `torch.tensor(data, device=...)`); every other op on the
+    device goes through `EmulatedTensor.__torch_dispatch__`.
+
+"emu" is a name no library mistakes for real hardware (unlike "npu", "xpu", "mps" or "hpu", which
+diffusers and transformers test for and treat specially).
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+DEVICE_TYPE = "emu"
+_state: dict[str, Any] = {}  # "device" once installed; keeps the registrations alive
+
+
+class EmulationUnavailable(RuntimeError):
+    """This torch cannot host the stand-in device; the message says why."""
+
+
+def unavailable_reason() -> str | None:
+    """Why the stand-in device cannot be installed in this process, or None if it can (or is)."""
+    acc = getattr(torch._C, "_acc", None)
+    if acc is None or not hasattr(acc, "register_python_privateuseone_hook"):
+        return f"torch {torch.__version__} has no Python device backends (torch._C._acc)"
+    name = torch._C._get_privateuse1_backend_name()
+    if name not in ("privateuseone", DEVICE_TYPE):
+        return f"the PrivateUse1 backend is already taken by {name!r} (another extension renamed it)"
+    return None
+
+
+def install() -> torch.device:
+    """Create the stand-in device (once per process) and return it."""
+    device = _state.get("device")
+    if device is not None:
+        return device
+    reason = unavailable_reason()
+    if reason is not None:
+        raise EmulationUnavailable(f"CPU emulation is not available: {reason}")
+    from . import kernels, tensor
+
+    if torch._C._get_privateuse1_backend_name() != DEVICE_TYPE:
+        torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
+    if not hasattr(torch, DEVICE_TYPE):
+        torch._register_device_module(DEVICE_TYPE, _device_module())
+    _state["hooks"] = _Hooks()
+    _state["guard"] = _DeviceGuard()
+    torch._C._acc.register_python_privateuseone_hook(_state["hooks"])
+    torch._C._acc.register_python_privateuseone_device_guard(_state["guard"])
+    device = torch.device(DEVICE_TYPE, 0)
+    tensor.bind(device)
+    _state["kernels"] = kernels.register()
+    _state["device"] = device
+    return device
+
+
+def is_emulated(value: Any) -> bool:
+    """True for a tensor (or device) on the stand-in device."""
+    device = value if isinstance(value, torch.device) else getattr(value, "device", None)
+    return isinstance(device, torch.device) and device.type == DEVICE_TYPE
+
+
+class EmulatedGenerator(torch.Generator):
+    """A CPU generator that reports the stand-in device: torch cannot create a generator for a
+    Python-defined backend, and diffusers' `randn_tensor` samples on the generator's device."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return install()
+
+
+def generator(seed: int | None = None) -> torch.Generator:
+    """A generator for sampling on the stand-in device (`torch.Generator(device="emu")` cannot exist)."""
+    install()
+    gen = EmulatedGenerator()
+    if seed is not None:
+        gen.manual_seed(seed)
+    return gen
+
+
+def _device_module() -> types.ModuleType:
+    module = types.ModuleType(f"torch.{DEVICE_TYPE}", "pytest-nosync's emulated accelerator (computes on the CPU)")
+    functions = {
+        "is_available": lambda: False,  # never chosen as "the accelerator" by code that looks for one
+        "is_initialized": lambda: True,
+        "_is_in_bad_fork": lambda: False,
+        "device_count": lambda: 1,
+        "current_device": lambda: 0,
+        "set_device": lambda device: None,
+        "synchronize": lambda device=None: None,
+        "manual_seed": lambda seed: None,
+        "manual_seed_all": lambda seed: None,
+        "get_amp_supported_dtype": lambda: [torch.float16, torch.bfloat16],
+    }
+    for name, fn in functions.items():
+        setattr(module, name, fn)
+    return module
+
+
+class _Hooks(torch._C._acc.PrivateUse1Hooks if hasattr(torch._C, "_acc") else object):  # type: ignore[misc]
+    def is_available(self) -> bool:
+        return False
+
+    def has_primary_context(self, device_index: int) -> bool:
+        return True
+
+    def is_built(self) -> bool:
+        return True
+
+
+class _DeviceGuard(torch._C._acc.DeviceGuard if hasattr(torch._C, "_acc") else object):  # type: ignore[misc]
+    def type_(self) -> Any:
+        return torch._C._autograd.DeviceType.PrivateUse1

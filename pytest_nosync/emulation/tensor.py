@@ -1,0 +1,161 @@
+"""Tensors on the stand-in device: torch metadata of their own, values held by a CPU tensor.
+
+Every op on them reaches `EmulatedTensor.__torch_dispatch__` (after autograd, so gradients work as on any
+device): unwrap the CPU values, tell the sync listener what the op would mean on a GPU, run the op on the
+CPU, wrap the results back onto the device. Ops that mix a non-scalar host tensor into device math fail,
+as they do on a GPU; 0-dim host tensors are fine as operands, as CUDA allows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from . import syncs
+from .device import DEVICE_TYPE
+
+_CPU = torch.device("cpu")
+_DEVICE: torch.device  # set by bind(), once the backend has its name
+ops_run = [0]  # ops dispatched on the device so far (the detector reports its share)
+
+
+class EmulatedTensor(torch.Tensor):
+    __slots__ = ("_raw",)
+    _raw: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, raw: torch.Tensor) -> EmulatedTensor:
+        # Positional arguments: this runs for every op output, and keyword parsing costs a third of it.
+        # requires_grad stays False: autograd, above this layer, sets it on the wrapper.
+        tensor = _make_wrapper(
+            cls, raw.size(), raw.stride(), raw.storage_offset(), None, raw.dtype, raw.layout, _DEVICE
+        )
+        tensor._raw = raw
+        return tensor
+
+    # No __torch_function__ layer: ops go straight to __torch_dispatch__ (half the Python overhead).
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        return dispatch(func, args, kwargs or {})
+
+    @property
+    def data(self) -> torch.Tensor:  # type: ignore[override]
+        return _TENSOR_DATA.__get__(self)
+
+    @data.setter
+    def data(self, new: torch.Tensor) -> None:
+        # `param.data = x` (Module.to(dtype), weight loading) swaps the TensorImpl's contents; the CPU values
+        # live in a slot of the Python object, so they must follow.
+        _TENSOR_DATA.__set__(self, new)
+        self._raw = new._raw if new.__class__ is EmulatedTensor else new
+
+    def tolist(self) -> Any:  # torch refuses tolist() on subclasses; on a GPU it is a copy to the host
+        return self.to(_CPU).tolist()
+
+    def numpy(self, *, force: bool = False) -> Any:
+        raise TypeError(
+            f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host "
+            "memory first."
+        )
+
+    def __format__(self, spec: str) -> str:  # f"{t:.3f}" of a device scalar reads it back, as on a GPU
+        return self.item().__format__(spec) if self.dim() == 0 else object.__format__(self, spec)
+
+    def __repr__(self, *, tensor_contents: Any = None) -> str:
+        # Printing does not count as a sync: a debugger session must not add findings.
+        text = repr(self._raw)
+        return text[:-1] + f", device='{self.device}')" if text.endswith(")") else text
+
+
+_make_wrapper = torch.Tensor._make_wrapper_subclass
+_TENSOR_DATA = torch._C.TensorBase.data
+
+
+def unwrap(value: Any, hosted: list) -> Any:
+    """The CPU counterpart of an argument; `hosted` collects non-scalar host tensors (mixed devices)."""
+    cls = value.__class__
+    if cls is EmulatedTensor:
+        return value._raw
+    if cls is list or cls is tuple:
+        return cls([unwrap(v, hosted) for v in value])
+    if cls is torch.device:
+        return _CPU if value.type == DEVICE_TYPE else value
+    if isinstance(value, torch.Tensor) and value.dim() > 0:
+        hosted.append(value)
+    return value
+
+
+def wrap(value: Any, inputs: tuple) -> Any:
+    cls = value.__class__
+    if cls is torch.Tensor:
+        for arg in inputs:  # in-place ops, out= and copy_ return an argument: keep its identity
+            if arg is value or (arg.__class__ is EmulatedTensor and arg._raw is value):
+                return arg
+        return EmulatedTensor(value)
+    if cls is list or cls is tuple:
+        return cls([wrap(v, inputs) for v in value])
+    return value
+
+
+def _stays_on_host(func: Any, args: tuple, kwargs: dict) -> bool:
+    """Whether the result is a host tensor: asked for (`.to("cpu")`, `device=`), or a host tensor indexed."""
+    device = kwargs.get("device") if kwargs else None
+    if device is not None:
+        return device.type != DEVICE_TYPE
+    return args[0].__class__ is not EmulatedTensor and func in _HOST_INDEXED
+
+
+def dispatch(func: Any, args: tuple, kwargs: dict) -> Any:
+    ops_run[0] += 1
+    if syncs.listener is not None:
+        event = syncs.classify(func, args, kwargs)
+        if event is not None:
+            syncs.listener(event)  # may raise (fail-fast mode): before the op runs, at the offending line
+    hosted: list = []
+    raw_args = [a._raw if a.__class__ is EmulatedTensor else unwrap(a, hosted) for a in args]
+    raw_kwargs = {k: unwrap(v, hosted) for k, v in kwargs.items()} if kwargs else kwargs
+    if hosted and not syncs.mixing_allowed(func):
+        raise RuntimeError(
+            "Expected all tensors to be on the same device, but found at least two devices, "
+            f"{_DEVICE} and cpu! (in {func.name()}; pytest-nosync emulates a GPU, where this fails too)"
+        )
+    out = func._op(*raw_args, **raw_kwargs)  # the OpOverload's builtin, minus one Python frame
+    if _stays_on_host(func, args, kwargs):
+        return out
+    out = wrap(out, args + tuple(kwargs.values()) if kwargs else args)
+    if func in _RESHAPING_IN_PLACE or (kwargs and "out" in kwargs):
+        _refresh_metadata(args + tuple(kwargs.values()))
+    return out
+
+
+_RESHAPING_IN_PLACE: frozenset = frozenset()  # set by bind()
+_HOST_INDEXED: frozenset = frozenset()  # a host tensor indexed with device indices stays on the host
+
+
+def bind(device: torch.device) -> None:
+    """Make `device` the device of every EmulatedTensor (called once, after the backend is named)."""
+    global _DEVICE, _RESHAPING_IN_PLACE, _HOST_INDEXED
+    _DEVICE = device
+    _RESHAPING_IN_PLACE = _overloads(
+        "resize_", "resize_as_", "unsqueeze_", "squeeze_", "transpose_", "t_", "as_strided_", "swapdims_", "set_"
+    )
+    _HOST_INDEXED = _overloads("index", "index_put", "index_put_", "_index_put_impl_")
+
+
+def _overloads(*names: str) -> frozenset:
+    packets = [getattr(torch.ops.aten, name) for name in names]
+    return frozenset(getattr(packet, overload) for packet in packets for overload in packet.overloads())
+
+
+def _refresh_metadata(args: tuple) -> None:
+    """Follow an in-place change of shape (out= resized, unsqueeze_, ...): the wrapper's sizes are fixed at
+    creation, so the wrapper gets a new TensorImpl built from its CPU values (as swap_tensors does)."""
+    for arg in args:
+        if arg.__class__ is not EmulatedTensor:
+            continue
+        raw = arg._raw
+        if arg.shape != raw.shape or arg.stride() != raw.stride() or arg.storage_offset() != raw.storage_offset():
+            torch._C._swap_tensor_impl(arg, EmulatedTensor(raw))

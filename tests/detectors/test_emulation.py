@@ -1,0 +1,222 @@
+"""The emulate backend: residency (which tensors live on the device), tiny real pipelines, restored state.
+
+Residency is whatever the code's own `.to(device)` calls make it, as on a GPU: a constant the code keeps on
+the host is read for free, its copy to the device is a sync, and everything computed from parameters or
+inputs on the device stays there.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Callable
+
+import pytest
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+from pytest_nosync import backends, nosync_guard
+from pytest_nosync.emulation import syncs
+from tests.detectors import tiny_pipelines
+
+
+@pytest.fixture(scope="module")
+def device() -> torch.device:
+    try:
+        return backends.execution_device("emulate")
+    except backends.BackendUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _line(fn: Callable, marker: str) -> int:
+    """The line of `fn` that carries `# <marker>`."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, text in enumerate(lines) if f"# {marker}" in text)
+
+
+def _failures(report) -> list[tuple[str, int, str]]:
+    return [(f.kind, f.lineno, f.data["op"]) for f in report.failures]
+
+
+# ---- residency ---------------------------------------------------------------------------------
+SIGMAS = torch.linspace(1.0, 0.0, 9)  # a schedule kept on the host, as UniPC keeps its sigmas
+
+
+def read_host_sigma(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    sigma = float(SIGMAS[2])  # host read
+    return x * sigma
+
+
+def copy_host_sigma(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    sigma = SIGMAS[2].to(device)  # htod
+    return x * sigma
+
+
+def test_reading_a_host_constant_is_not_a_sync(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        read_host_sigma(x, device)
+        fresh = torch.linspace(1.0, 0.0, 9)  # made inside the block, still on the host
+        x * fresh[3].item()
+    assert g.report.findings == []
+
+
+def test_copying_a_host_constant_to_the_device_is_an_htod_sync(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        copy_host_sigma(x, device)
+    assert _failures(g.report) == [("htod_sync", _line(copy_host_sigma, "htod"), "aten::copy_")]
+    assert g.report.failures[0].data["pattern"] == "to_device"
+    assert os.path.samefile(g.report.failures[0].filename, __file__)
+
+
+def use_module(model: torch.nn.Module, device: torch.device) -> None:
+    out = model(torch.ones(1, 4, device=device))  # created on the device: no copy
+    out.item()  # output read
+    model[0].weight[0, 0].item()  # parameter read
+
+
+def test_parameters_and_what_is_computed_from_them_live_on_the_device(device: torch.device) -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.SiLU(), torch.nn.Linear(8, 1)).to(device)
+    assert {p.device for p in model.parameters()} == {device}
+    with nosync_guard(backend="emulate") as g, g.step():
+        use_module(model, device)
+    read = "aten::_local_scalar_dense"
+    assert _failures(g.report) == [
+        ("dtoh_sync", _line(use_module, "output read"), read),
+        ("dtoh_sync", _line(use_module, "parameter read"), read),
+    ]
+    assert {f.data["pattern"] for f in g.report.failures} == {"item"}
+
+
+def test_a_module_cast_after_the_move_keeps_its_values(device: torch.device) -> None:
+    model = torch.nn.Linear(4, 2)
+    expected = model.weight.detach().to(torch.bfloat16)
+    model.to(device).to(torch.bfloat16)  # Module.to(dtype) swaps each parameter's .data
+    assert model.weight.dtype == torch.bfloat16
+    assert torch.equal(model.weight.detach().cpu(), expected)
+
+
+# ---- transfers the emulation must judge like a GPU ------------------------------------------------
+def test_non_blocking_copies(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    host = torch.ones(4)
+    with nosync_guard(backend="emulate") as g, g.step():
+        x.to("cpu", non_blocking=True)  # torch pins the host copy: no wait
+        host.to(device, non_blocking=True)  # pageable source: the copy still waits
+    assert [(f.kind, f.data["pattern"]) for f in g.report.failures] == [("htod_sync", "non_blocking_pageable")]
+
+
+# (what, expected (kind, pattern) or None for no sync); x: 8 values in [0, 1) on the device
+OPS: list[tuple[str, Callable[[torch.Tensor], object], tuple[str, str] | None]] = [
+    ("histc without a range", lambda x: torch.histc(x), ("dtoh_sync", "histc_range")),
+    ("histc with a range", lambda x: torch.histc(x, bins=4, min=0, max=1), None),
+    ("bincount", lambda x: torch.bincount((x * 4).long()), ("dtoh_sync", "data_dependent_shape")),
+    ("allclose", lambda x: torch.allclose(x, x), ("dtoh_sync", "scalar_cast")),
+    ("linalg.solve", lambda x: torch.linalg.solve(torch.diag(x[:3] + 1), x[:3]), ("dtoh_sync", "linalg_check")),
+    ("linalg.solve_ex", lambda x: torch.linalg.solve_ex(torch.diag(x[:3] + 1), x[:3]), None),
+    ("mask assignment", lambda x: x.clone().__setitem__(x > 0.5, 0.0), ("dtoh_sync", "mask_index")),
+    ("host indices", lambda x: x[torch.arange(2)], ("htod_sync", "host_operand")),
+    ("device indices into a host tensor", lambda x: torch.ones(8)[x.argsort()], ("dtoh_sync", "device_index")),
+    ("f-string of a device scalar", lambda x: f"{x.sum():.2f}", ("dtoh_sync", "scalar_cast")),
+    ("masked_fill", lambda x: x.masked_fill(x > 0.5, 0.0), None),
+    (
+        "topk, sort, cumsum, searchsorted",
+        lambda x: torch.searchsorted(x.sort().values, x.topk(2).values.cumsum(0)),
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "op", "expected"), OPS, ids=[name for name, _, _ in OPS])
+def test_what_each_op_would_do_on_a_gpu(device: torch.device, name: str, op: Callable, expected) -> None:
+    x = torch.rand(8, generator=torch.Generator().manual_seed(0)).to(device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        op(x)
+    assert [(f.kind, f.data["pattern"]) for f in g.report.findings] == ([expected] if expected else [])
+
+
+def test_host_and_device_tensors_do_not_mix(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with pytest.raises(RuntimeError, match="same device"):
+        x + torch.ones(4)
+    assert (x * torch.tensor(2.0)).device == device  # a 0-dim host tensor is a scalar operand, as in CUDA
+
+
+def test_the_device_is_never_taken_for_an_accelerator(device: torch.device) -> None:
+    assert device.type == "emu"
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:
+        assert not accelerator.is_available()
+
+
+# ---- modes, placement, restored state -----------------------------------------------------------
+def test_error_mode_raises_only_inside_steps(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend="emulate", mode="error") as g:
+        x.sum().item()  # outside a step: recorded, not raised
+        with pytest.raises(RuntimeError, match="fail-fast"), g.step():
+            x.max().item()
+    assert [(f.phase, f.kind) for f in g.report.findings] == [("before_steps", "dtoh_sync"), ("step", "dtoh_sync")]
+
+
+def test_a_pipeline_left_on_the_cpu_is_refused(device: torch.device) -> None:
+    pipe = tiny_pipelines.flux()
+    with pytest.raises(RuntimeError, match="execution_device"), nosync_guard(pipe, backend="emulate"):
+        pass
+
+
+@pytest.mark.parametrize("mode", ["warn", "error"])
+def test_every_global_is_restored_when_the_block_raises(device: torch.device, mode: str) -> None:
+    pipe = tiny_pipelines.flux().to(device)
+    scheduler_step = type(pipe.scheduler).step
+    synchronize = torch.cuda.synchronize
+    x = torch.ones(4, device=device)
+    with pytest.raises((ValueError, RuntimeError)), nosync_guard(pipe, backend="emulate", mode=mode) as g, g.step():
+        x.sum().item()  # raises in error mode
+        raise ValueError("the block fails")
+    assert syncs.listener is None
+    assert not torch._C._is_torch_function_mode_enabled()
+    assert _get_current_dispatch_mode() is None
+    assert torch.cuda.synchronize is synchronize
+    assert type(pipe.scheduler).step is scheduler_step
+    recorded = list(g.report.findings)
+    x.sum().item()  # the device still works, and nobody listens any more
+    assert g.report.findings == recorded and len(recorded) == 1
+
+
+# ---- tiny real pipelines --------------------------------------------------------------------------
+def _guarded_call(pipe, make_kwargs: Callable[[], dict]):
+    pipe(**make_kwargs())  # warm-up, unguarded, as the suite does
+    with nosync_guard(pipe, backend="emulate") as g:
+        out = pipe(**make_kwargs(), callback_on_step_end=g.callback_on_step_end)
+    return g.report, out
+
+
+def _image(out) -> torch.Tensor:
+    return (out.images if hasattr(out, "images") else out.frames).cpu()
+
+
+def test_flux_runs_on_the_emulated_device_and_its_steps_are_clean(device: torch.device) -> None:
+    report, out = _guarded_call(tiny_pipelines.flux().to(device), lambda: tiny_pipelines.flux_kwargs(device))
+    assert report.steps == 2
+    assert report.metrics["emulated_ops"] > 500
+    assert report.failures == [], report.findings
+    # Before the loop, the pipeline copies host-made ids and the scheduler's numpy sigmas to the device.
+    assert {f.kind for f in report.findings} == {"htod_sync"}
+    cpu = tiny_pipelines.flux()(**tiny_pipelines.flux_kwargs(torch.device("cpu")))
+    assert torch.allclose(_image(out), _image(cpu), atol=1e-5)  # same numbers as the plain CPU run
+
+
+def test_wan_with_unipc_copies_host_sigmas_to_the_device_every_step(device: torch.device) -> None:
+    report, out = _guarded_call(tiny_pipelines.wan().to(device), lambda: tiny_pipelines.wan_kwargs(device))
+    assert report.steps == 2
+    # diffusers 0.42: UniPC keeps `self.sigmas` on the host and copies sigma_t/sigma_s0 per step.
+    in_steps = {(f.kind, os.path.basename(f.filename), f.step) for f in report.failures}
+    assert in_steps == {
+        ("htod_sync", "scheduling_unipc_multistep.py", 0),
+        ("htod_sync", "scheduling_unipc_multistep.py", 1),
+    }, report.findings
+    assert {f.data["pattern"] for f in report.failures} == {"to_device"}
+    cpu = tiny_pipelines.wan()(**tiny_pipelines.wan_kwargs(torch.device("cpu")))
+    assert torch.allclose(_image(out), _image(cpu), atol=1e-5)
