@@ -36,6 +36,14 @@ class CheckOptions:
     limits: dict[str, Any] | None = None
 
 
+def dynamo_device(device: torch.device) -> torch.device:
+    """Where the graph check runs: dynamo breaks the graph on the emulated device's wrapper tensors, and graph
+    breaks and recompiles are device-independent, so under emulation it runs on the plain CPU."""
+    from .emulation import is_emulated
+
+    return torch.device("cpu") if is_emulated(device) else device
+
+
 def scheduler_order(pipe: Any) -> int:
     """Steps a multistep scheduler needs before its state stops growing (its solver order)."""
     scheduler = getattr(pipe, "scheduler", None)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from . import backends, settings
-from .checks import CheckOptions, run_check
+from .checks import CheckOptions, dynamo_device, run_check
 from .findings import Report
 from .fixtures import known_matcher, marker_options
 from .targets.base import CallContext, Target
@@ -102,22 +102,25 @@ def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
     return CallContext(device=device, dtype=_dtype(opts, backend), steps=opts.steps)
 
 
-@pytest.fixture
-def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_call_context: CallContext) -> Any:
-    """The target's pipeline on the suite's device and dtype, built once per session."""
+def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
+    """The target's pipeline on `device` in `dtype`, built once per session."""
     from .targets.registry import TargetUnavailable, build_pipeline
 
-    opts = settings.of(request.config)
-    checkpoint = opts.checkpoints.get(nosync_target.name)
-    ctx = nosync_call_context
-    key = (nosync_target.name, id(nosync_target), str(ctx.device), str(ctx.dtype), checkpoint)
+    checkpoint = settings.of(request.config).checkpoints.get(target.name)
+    key = (target.name, id(target), str(device), str(dtype), checkpoint)
     cache = request.config.stash.setdefault(_PIPELINES, {})
     if key not in cache:
         try:
-            cache[key] = build_pipeline(nosync_target, ctx.device, ctx.dtype, checkpoint=checkpoint)
+            cache[key] = build_pipeline(target, device, dtype, checkpoint=checkpoint)
         except TargetUnavailable as exc:
             pytest.skip(str(exc))
     return cache[key]
+
+
+@pytest.fixture
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_call_context: CallContext) -> Any:
+    """The target's pipeline on the suite's device and dtype, built once per session."""
+    return _pipeline(request, nosync_target, nosync_call_context.device, nosync_call_context.dtype)
 
 
 @pytest.fixture
@@ -129,10 +132,15 @@ def nosync_check(
     marker = marker_options(request.node)
     ctx = nosync_call_context
 
-    def call_kwargs(steps: int) -> dict[str, Any]:
-        return nosync_target.call_kwargs(nosync_pipeline, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
-
     def run(check: str) -> Report:
+        device, pipe = ctx.device, nosync_pipeline
+        if check == "graph_breaks" and dynamo_device(device) != device:
+            device = dynamo_device(device)
+            pipe = _pipeline(request, nosync_target, device, ctx.dtype)
+
+        def call_kwargs(steps: int) -> dict[str, Any]:
+            return nosync_target.call_kwargs(pipe, CallContext(device, ctx.dtype, steps, ctx.seed))
+
         options = CheckOptions(
             call_kwargs=call_kwargs,
             steps=ctx.steps,
@@ -145,7 +153,7 @@ def nosync_check(
             name=request.node.nodeid,
             target=nosync_target.name,
         )
-        return run_check(check, nosync_pipeline, options)
+        return run_check(check, pipe, options)
 
     return run
 

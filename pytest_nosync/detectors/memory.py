@@ -90,6 +90,9 @@ class AllocationTracker(TorchDispatchMode):
 
 
 def _storage(tensor: torch.Tensor) -> Any:
+    raw = getattr(tensor, "_raw", None)  # the emulated device keeps the values in a CPU tensor
+    if isinstance(raw, torch.Tensor):
+        tensor = raw
     try:
         return tensor.untyped_storage()
     except (RuntimeError, NotImplementedError):  # wrapper subclasses without a storage of their own

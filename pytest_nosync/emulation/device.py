@@ -62,6 +62,7 @@ def install() -> torch.device:
     device = torch.device(DEVICE_TYPE, 0)
     tensor.bind(device)
     _state["kernels"] = kernels.register()
+    _state["tensor_from_data"] = tensor.accept_device_elements()
     _state["device"] = device
     return device
 

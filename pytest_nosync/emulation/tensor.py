@@ -8,6 +8,7 @@ as they do on a GPU; 0-dim host tensors are fine as operands, as CUDA allows.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -159,3 +160,35 @@ def _refresh_metadata(args: tuple) -> None:
         raw = arg._raw
         if arg.shape != raw.shape or arg.stride() != raw.stride() or arg.storage_offset() != raw.storage_offset():
             torch._C._swap_tensor_impl(arg, EmulatedTensor(raw))
+
+
+def _read_back(data: Any) -> Any:
+    """Python values of nested data holding device tensors: each one read back (a sync, as on a GPU)."""
+    if data.__class__ is EmulatedTensor:
+        return data.item() if data.dim() == 0 else data.tolist()
+    if isinstance(data, (list, tuple)):
+        return type(data)(_read_back(item) for item in data)
+    return data
+
+
+def accept_device_elements() -> Any:
+    """Let `torch.tensor([device_scalar, ...])` work on the emulated device, as it does on a GPU.
+
+    torch builds tensors from data with the Python dispatch key excluded, so a list holding wrapper
+    tensors trips an internal assert. On that error only, the device values are read back one by one (each
+    read is a device→host sync, recorded where the list is built) and the tensor is built from them. Part of
+    the emulation's installed state, like the device name itself; returns the original function.
+    """
+    original = torch.tensor
+
+    @functools.wraps(original)
+    def tensor(data: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
+        try:
+            return original(data, *args, **kwargs)
+        except RuntimeError as exc:
+            if "func != nullptr" not in str(exc):
+                raise
+            return original(_read_back(data), *args, **kwargs)
+
+    torch.tensor = tensor
+    return original

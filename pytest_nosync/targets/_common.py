@@ -16,4 +16,6 @@ def randn(ctx: CallContext, *shape: int, offset: int = 0) -> torch.Tensor:
 def generator(ctx: CallContext) -> torch.Generator:
     """The call's generator lives on the call's device: a CPU generator would make the pipeline sample latents
     on the host and copy them over, a transfer that belongs to the harness and not to the pipeline."""
-    return torch.Generator(device=ctx.device).manual_seed(ctx.seed)
+    from pytest_nosync.backends import generator as device_generator
+
+    return device_generator(ctx.device, ctx.seed)  # the emulated device has no torch.Generator of its own

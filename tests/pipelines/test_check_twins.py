@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.checks import CheckOptions, run_check
+from pytest_nosync.checks import CheckOptions, dynamo_device, run_check
 from pytest_nosync.targets.base import CallContext
 from pytest_nosync.targets.registry import TARGETS, build_pipeline
 from tests.twins import pipeline_twins
@@ -25,13 +25,17 @@ CHECK_OF = {"recompiles": "graph_breaks"}  # recompiles are part of the graph ch
 
 
 @pytest.fixture
-def pipe(device: torch.device):
-    pipe = build_pipeline(TARGET, device, torch.float32)
+def pipe(device: torch.device, request: pytest.FixtureRequest):
+    params = request.node.callspec.params
+    check = params.get("check") or CHECK_OF.get(params["twin"], params["twin"])
+    pipe = build_pipeline(TARGET, dynamo_device(device) if check == "graph_breaks" else device, torch.float32)
     yield pipe
     pipeline_twins.uninstall(pipe.transformer)
 
 
 def _options(pipe, device: torch.device, backend: str) -> CheckOptions:
+    device = pipe.transformer.device  # the graph check may run on the plain CPU (see checks.dynamo_device)
+
     def call_kwargs(steps: int) -> dict:
         return TARGET.call_kwargs(pipe, CallContext(device, torch.float32, steps))
 

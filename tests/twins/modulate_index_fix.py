@@ -19,7 +19,9 @@ class ReuseIntIndexTensors(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is torch.tensor and kwargs.get("dtype") is torch.int and isinstance(args[0], list):
+        # By name: the emulated device wraps torch.tensor, modes see the builtin underneath.
+        is_tensor = getattr(func, "__name__", "") == "tensor" and func is not torch.Tensor
+        if is_tensor and kwargs.get("dtype") is torch.int and isinstance(args[0], list):
             key = (repr(args[0]), str(kwargs.get("device")))
             if key in self.cache:
                 self.hits += 1
