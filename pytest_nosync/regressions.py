@@ -81,6 +81,7 @@ def scheduler_loop(
     *,
     begin_index: bool = True,
     backend: str = "auto",
+    mode: str = "warn",
     policy: Policy | None = None,
     known: KnownMatcher | None = None,
     name: str = "",
@@ -92,7 +93,7 @@ def scheduler_loop(
     generator = torch.Generator().manual_seed(0)
     sample = torch.randn((1, 4, 8, 8), generator=generator).to(device)
     timesteps = list(scheduler.timesteps.unbind(0))
-    guard = Guard(backend=backend, policy=policy, known=known, name=name)
+    guard = Guard(backend=backend, mode=mode, policy=policy, known=known, name=name)
     with guard:
         for t in timesteps:
             with guard.step(), guard.annotate("scheduler_step"):

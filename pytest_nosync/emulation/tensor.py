@@ -175,9 +175,10 @@ def accept_device_elements() -> Any:
     """Let `torch.tensor([device_scalar, ...])` work on the emulated device, as it does on a GPU.
 
     torch builds tensors from data with the Python dispatch key excluded, so a list holding wrapper
-    tensors trips an internal assert. On that error only, the device values are read back one by one (each
-    read is a device→host sync, recorded where the list is built) and the tensor is built from them. Part of
-    the emulation's installed state, like the device name itself; returns the original function.
+    tensors, or any build on the device while a dispatch mode is active, trips an internal assert. On that
+    error only, the device values are read back one by one (each read is a device→host sync, recorded where
+    the list is built), the tensor is built on the host and copied to the device (the host→device copy a GPU
+    makes too). Part of the emulation's installed state, like the device name itself; returns the original.
     """
     original = torch.tensor
 
@@ -188,7 +189,9 @@ def accept_device_elements() -> Any:
         except RuntimeError as exc:
             if "func != nullptr" not in str(exc):
                 raise
-            return original(_read_back(data), *args, **kwargs)
+        device = kwargs.pop("device", None)
+        built = original(_read_back(data), *args, **kwargs)
+        return built.to(device) if device is not None else built
 
     torch.tensor = tensor
     return original
