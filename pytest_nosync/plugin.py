@@ -104,6 +104,7 @@ class NosyncSession:
         self.opts = opts
         self.reports: list[Report] = []
         self.stale: list[tuple[int, baseline.Entry]] = []
+        self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
         self.written = 0
         self.backend = ""
         try:
@@ -151,6 +152,7 @@ class NosyncSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs where results arrive: in-process, or on the xdist controller.
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         for name, value in report.user_properties:
             if name == "nosync":
                 self.reports.append(Report.from_dict(value))
@@ -165,6 +167,15 @@ class NosyncSession:
             )
         if self.opts.baseline_write:
             terminalreporter.write_line(f"nosync: wrote {self.written} baseline entries to {self.opts.baseline_write}")
+
+    def _per_target(self) -> dict[str, float]:
+        """Seconds spent per target (all its tests, pipeline builds included)."""
+        totals: dict[str, float] = {}
+        for test_id, seconds in self.durations.items():
+            target = next((r.target for r in self.reports if r.test_id == test_id and r.target), None)
+            if target:
+                totals[target] = round(totals.get(target, 0.0) + seconds, 2)
+        return dict(sorted(totals.items()))
 
     def _summary(self, terminalreporter: Any) -> None:
         reports = sorted(self.reports, key=lambda r: (r.test_id, r.check))
@@ -182,6 +193,9 @@ class NosyncSession:
             tr.write_line(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
             for g in render.group(f for f in r.findings if f.status == STATUS_FAIL):
                 tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
+        per_target = self._per_target()
+        if per_target:
+            tr.write_line("seconds per target: " + ", ".join(f"{t} {s:.1f}" for t, s in per_target.items()))
         if os.environ.get("GITHUB_ACTIONS") == "true":
             for line in render.github_annotations(reports, root):
                 tr.write_line(line)
@@ -199,7 +213,12 @@ class NosyncSession:
             baseline.write(self.opts.baseline_write, entries)
             self.written = len(entries)
         if self.opts.report:
-            extra = {"stale_baseline_entries": [e.label for _, e in self.stale]}
+            for r in self.reports:
+                r.metrics["duration_s"] = round(self.durations.get(r.test_id, 0.0), 3)
+            extra = {
+                "stale_baseline_entries": [e.label for _, e in self.stale],
+                "seconds_per_target": self._per_target(),
+            }
             doc = run_report.document(self.reports, run_report.environment(self.backend), extra)
             try:
                 run_report.write(self.opts.report, doc)
