@@ -22,6 +22,11 @@ from .suite_fixtures import nosync_pipeline as nosync_pipeline
 from .suite_fixtures import nosync_target as nosync_target
 
 SETTINGS = settings.SETTINGS
+EMULATION_BANNER = (
+    "nosync: no GPU here, so syncs are emulated on the CPU: reads of device values and blocking host copies are "
+    "seen at the aten op; syncs inside C++/CUDA extensions, CUDA-only code paths, streams and pinned-memory "
+    "copies are not (see README, 'CPU emulation')"
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -119,6 +124,8 @@ class NosyncSession:
             f"nosync: backend {self.backend} ({env['device']}), mode {mode}, "
             f"profiler {'on' if self.opts.profile else 'off'}, torch {env['torch']}, diffusers {env['diffusers']}"
         )
+        if self.backend == "emulate":
+            return [line, EMULATION_BANNER]
         return [line]
 
     @pytest.hookimpl(wrapper=True)

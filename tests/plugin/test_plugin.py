@@ -200,3 +200,35 @@ def test_state_is_restored_when_the_test_body_raises(pytester: pytest.Pytester) 
     result = pytester.runpytest("--nosync", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*ValueError: boom*"])
+
+
+def test_emulation_banner_says_what_it_cannot_see(pytester: pytest.Pytester) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: auto picks it")
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("--nosync")
+    result.stdout.fnmatch_lines(["nosync: backend emulate*", "nosync: no GPU here, so syncs are emulated*not*"])
+
+
+def test_suite_option_collects_the_built_in_suite(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--nosync-suite", "--collect-only", "-q", "--nosync-targets=flux,wan")
+    out = result.stdout.str()
+    assert "test_targets.py::test_syncs[flux]" in out
+    assert "test_syncs[wan]" in out and "test_syncs[ltx2]" not in out
+    assert "test_unipc_steps_are_sync_free[order2-bh2-flow-x0on-correctoron]" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nosync-targets=flux,nope"], "unknown target 'nope'"),
+        (["--nosync-checkpoint=wan"], "NAME=PATH"),
+        (["--nosync-dtype=int8"], "--nosync-dtype"),
+    ],
+)
+def test_suite_options_are_validated(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    result = pytester.runpytest("--nosync-suite", "--collect-only", *args)
+    assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
+    assert message in result.stdout.str() + result.stderr.str()
