@@ -1,10 +1,11 @@
 """Guard overhead: the same workload with and without the guard, as a ratio of medians.
 
-    python benchmarks/guard_overhead.py [--calls 40] [--json out.json]
+    python benchmarks/guard_overhead.py [--calls 40] [--target flux] [--json out.json]
 
-The workload is a small transformer stack run for a few "steps" per call, with no sync in it, so the
-ratio is the cost of arming detection (sync debug mode + warning capture; profiler mode separately).
-Median of many calls: tiny calls vary ±25% between two plain runs.
+The workload is a small transformer stack run for a few "steps" per call, with no sync in it, or, with
+--target, a tiny target pipeline's whole call (its syncs outside the steps included). The ratio is the
+cost of arming detection (sync debug mode + warning capture; the profiler separately). Median of many
+interleaved calls: tiny calls vary ±25% between two plain runs.
 """
 
 from __future__ import annotations
@@ -37,6 +38,36 @@ def call(model: torch.nn.Module, x: torch.Tensor, steps: int, guard=None) -> Non
         torch.cuda.current_stream().synchronize()
 
 
+def pipeline_workload(name: str, device: torch.device, steps: int, backend: str):
+    from pytest_nosync.targets.base import CallContext
+    from pytest_nosync.targets.registry import TARGETS, build_pipeline
+
+    target = TARGETS[name]
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    pipe = build_pipeline(target, device, dtype)
+
+    def run_call(guard=None):
+        kwargs = target.call_kwargs(pipe, CallContext(device, dtype, steps))
+        if guard is not None:
+            kwargs["callback_on_step_end"] = guard.callback_on_step_end
+        with torch.no_grad():
+            pipe(**kwargs)
+        if device.type == "cuda":
+            torch.cuda.current_stream().synchronize()
+
+    def plain():
+        run_call()
+
+    def guarded(profile=False):
+        def run():
+            with nosync_guard(pipe, backend=backend, profile=profile) as g:
+                run_call(g)
+
+        return run
+
+    return plain, guarded
+
+
 def timed(fn, calls: int) -> list[float]:
     out = []
     for _ in range(calls):
@@ -51,23 +82,27 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--backend", default="auto")
+    parser.add_argument("--target", help="time a tiny target pipeline's call instead of the synthetic stack")
     parser.add_argument("--json")
     args = parser.parse_args()
     from pytest_nosync import backends
 
     device = backends.execution_device(args.backend)
-    model, x = workload(device)
+    if args.target:
+        plain, guarded = pipeline_workload(args.target, device, args.steps, args.backend)
+    else:
+        model, x = workload(device)
 
-    def plain():
-        call(model, x, args.steps)
+        def plain():
+            call(model, x, args.steps)
 
-    def guarded(profile=False):
-        def run():
-            with nosync_guard(backend=args.backend, profile=profile) as g:
-                call(model, x, args.steps, g)
-            assert g.report.passed, g.report.findings
+        def guarded(profile=False):
+            def run():
+                with nosync_guard(backend=args.backend, profile=profile) as g:
+                    call(model, x, args.steps, g)
+                assert g.report.passed, g.report.findings
 
-        return run
+            return run
 
     for fn in (plain, guarded(), guarded(True)):
         timed(fn, 5)  # warm-up
@@ -82,6 +117,7 @@ def main() -> None:
     for name, values in samples.items():
         med = statistics.median(values)
         results[name] = {"median_ms": round(med, 3), "ratio": round(med / base, 3), "calls": len(values)}
+    results["workload"] = args.target or "transformer stack"
     results["device"] = torch.cuda.get_device_name() if device.type == "cuda" else str(device)
     results["torch"] = torch.__version__
     print(json.dumps(results, indent=1))

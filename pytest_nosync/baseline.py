@@ -38,17 +38,19 @@ class Entry:
     upstream: str = ""
     added: str = ""
     diffusers: str = ""  # a version specifier such as "<0.38"; empty: every version
+    backend: str = "*"  # cuda, emulate: a finding only one backend sees
 
     @property
     def label(self) -> str:
         ref = f" ({self.upstream})" if self.upstream else ""
         return f"{self.kind} at {self.where} in {self.target}/{self.check}{ref}"
 
-    def in_scope(self, test_id: str, target: str, check: str) -> bool:
+    def in_scope(self, test_id: str, target: str, check: str, backend: str = "") -> bool:
         return (
             fnmatch.fnmatchcase(target or "", self.target)
             and fnmatch.fnmatchcase(check or "", self.check)
             and fnmatch.fnmatchcase(test_id or "", self.test)
+            and (not backend or fnmatch.fnmatchcase(backend, self.backend))
         )
 
     def matches(self, finding: Finding) -> bool:
@@ -94,9 +96,11 @@ class Baseline:
     def active_entries(self, diffusers_version: str | None) -> list[tuple[int, Entry]]:
         return [(i, e) for i, e in enumerate(self.entries) if e.active(diffusers_version)]
 
-    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None):
+    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = ""):
         """A policy KnownMatcher for one test: the note of the first entry a finding matches."""
-        scoped = [(i, e) for i, e in self.active_entries(diffusers_version) if e.in_scope(test_id, target, check)]
+        scoped = [
+            (i, e) for i, e in self.active_entries(diffusers_version) if e.in_scope(test_id, target, check, backend)
+        ]
 
         def known(finding: Finding) -> str | None:
             for i, entry in scoped:
@@ -116,7 +120,7 @@ class Baseline:
                     matched.add(int(f.note.split("#", 1)[1].split(":", 1)[0]))
         out = []
         for i, entry in self.active_entries(diffusers_version):
-            ran = any(entry.in_scope(r.test_id, r.target, r.check) for r in reports)
+            ran = any(entry.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports)
             if ran and i not in matched:
                 out.append((i, entry))
         return out

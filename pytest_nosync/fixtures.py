@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from . import marks, settings
+from . import backends, marks, settings
 from .baseline import Baseline
 from .findings import Report
 from .guard import Guard
@@ -34,7 +34,11 @@ def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) 
     baseline = config.stash.get(BASELINE, None)
     if baseline is None:
         return None
-    return baseline.matcher(test_id, target, check, diffusers_version())
+    try:
+        backend = backends.resolve(settings.of(config).backend)
+    except backends.BackendUnavailable:
+        backend = ""
+    return baseline.matcher(test_id, target, check, diffusers_version(), backend)
 
 
 def add_report(item: pytest.Item, report: Report) -> None:
