@@ -19,8 +19,8 @@ import torch
 
 from .. import hints
 from ..attribution import attribute
-from ..findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, SYNC_KINDS, Finding, Frame
-from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, sync_events
+from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame
+from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, phase_at, sync_events
 from .base import Detector
 
 
@@ -74,7 +74,7 @@ class ProfilerSyncDetector(Detector):
         if self.trace is None:
             return []
         steps = self.trace.step_ranges()
-        self.syncs = [(s, *_phase_at(s.ts, steps)) for s in sync_events(self.trace)]
+        self.syncs = [(s, *phase_at(s.ts, steps)) for s in sync_events(self.trace)]
         return []  # reconciled into the other detectors' findings below, so nothing counts twice
 
     def reconcile(self, findings: list[Finding]) -> list[Finding]:
@@ -126,14 +126,3 @@ def _finding(sync: SyncEvent, phase: str, step: int | None) -> Finding:
         source="profiler",
         data={"runtime_call": sync.call, "op": sync.op},
     )
-
-
-def _phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int | None]:
-    """The guard's rule: inside a step range → that step; between two → the next; else before/after."""
-    for start, end, step in steps:
-        if start <= ts <= end:
-            return IN_STEP, step
-    for start, _end, step in steps:
-        if ts < start:
-            return (BEFORE_STEPS, None) if step == steps[0][2] else (IN_STEP, step)
-    return (AFTER_STEPS, None) if steps else (BEFORE_STEPS, None)
