@@ -147,7 +147,8 @@ class StepStats:
     layout_transforms: int = 0
     copies: int = 0
     transfers: int = 0
-    waste: dict[str, int] = field(default_factory=dict)  # "nchwToNhwcKernel via aten::conv3d" → count
+    layout_kernels: dict[str, int] = field(default_factory=dict)  # "nchwToNhwcKernel via aten::conv3d" → count
+    copy_kernels: dict[str, int] = field(default_factory=dict)  # "Memcpy DtoD via aten::copy_" → count
     launch_delay_us: Percentiles | None = None
     syncs: int = 0
     gaps: tuple[Gap, ...] = ()
@@ -392,10 +393,10 @@ class _Analysis:
         calls = [e for e in self.regions if self._region_name(e) == self.denoiser_region]
         mine = [e for e in calls if start <= e.ts <= end]
         between, between_host = self._between_calls(calls, start, end)
-        waste: dict[str, int] = defaultdict(int)
+        waste: dict[str, dict[str, int]] = {classify.LAYOUT: defaultdict(int), classify.COPY: defaultdict(int)}
         for x in launches:
-            if x.kind in (classify.LAYOUT, classify.COPY):
-                waste[f"{classify.short_name(x.event.name)} via {x.via or 'no op'}"] += 1
+            if x.kind in waste:
+                waste[x.kind][f"{classify.short_name(x.event.name)} via {x.via or 'no op'}"] += 1
         return StepStats(
             step=step,
             at_ms=_ms(start - self.origin),
@@ -414,7 +415,8 @@ class _Analysis:
             layout_transforms=sum(1 for x in launches if x.kind == classify.LAYOUT),
             copies=sum(1 for x in launches if x.kind == classify.COPY),
             transfers=sum(1 for x in launches if x.kind == classify.TRANSFER),
-            waste=dict(sorted(waste.items(), key=lambda kv: -kv[1])),
+            layout_kernels=_by_count(waste[classify.LAYOUT]),
+            copy_kernels=_by_count(waste[classify.COPY]),
             launch_delay_us=_percentiles(delays),
             syncs=sum(1 for s in syncs if s.step == step and s.phase == IN_STEP),
             gaps=tuple(gaps),
@@ -574,6 +576,10 @@ def _where(names: Sequence[str]) -> str | None:
     return _frame_where(frames[0]) if frames else None
 
 
+def _by_count(counts: Mapping[str, int]) -> dict[str, int]:
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def _percentiles(values: list[float]) -> Percentiles | None:
     if not values:
         return None
@@ -610,5 +616,6 @@ def _step_from(raw: Mapping[str, Any]) -> StepStats:
     )
     values["memory"] = tuple(MemoryWindow(**m) for m in values.get("memory", ()))
     values["regions"] = tuple(RegionStats(**r) for r in values.get("regions", ()))
-    values["waste"] = dict(values.get("waste", {}))
+    values["layout_kernels"] = dict(values.get("layout_kernels", {}))
+    values["copy_kernels"] = dict(values.get("copy_kernels", {}))
     return StepStats(**values)
