@@ -4,6 +4,9 @@
         pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     g.report.passed, g.report.findings
 
+Tracing: `trace=TraceConfig(...)` profiles the block, names its steps and regions in the trace, keeps the
+file per the config's mode and puts the trace's diagnosis in `report.metrics["diagnosis"]` (profiling.tracer).
+
 Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at
 `callback_on_step_end`. Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
 opens when the guard is entered). Findings between two steps belong to the next step if one opens, and
@@ -25,6 +28,8 @@ from .annotate import PipelineAnnotations
 from .detectors.base import Detector
 from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
 from .policy import KnownMatcher, Policy, judge
+from .profiling.config import TraceConfig
+from .profiling.tracer import TraceDetector
 
 DEFAULT_CHECKS = ("syncs",)
 
@@ -49,6 +54,7 @@ class Guard:
         enabled: bool = True,
         name: str = "",
         on_finish: Callable[[Report], None] | None = None,
+        trace: TraceConfig | None = None,
     ) -> None:
         if mode not in ("warn", "error"):
             raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {mode!r}")
@@ -68,6 +74,7 @@ class Guard:
         self.enabled = enabled
         self.name = name
         self.on_finish = on_finish
+        self.trace = trace
         self.report = Report(check=",".join(self.checks), test_id=name)
         self._extra = list(detectors)
         self._detectors: list[Detector] = []
@@ -91,6 +98,13 @@ class Guard:
             self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits
         )
         self._detectors += self._extra
+        if self.trace is not None and self.trace.active:
+            # last: armed after the others' setup, disarmed before their teardown, so the trace is the block's
+            tracer = TraceDetector(self.trace)
+            for detector in self._detectors:
+                if detector.uses_profiler:
+                    tracer.share_with(detector)
+            self._detectors.append(tracer)
         armed: list[Detector] = []
         try:
             if self.pipeline is not None:
@@ -161,6 +175,8 @@ class Guard:
         for detector in self._detectors:
             metrics.update(detector.metrics())
         self.report.metrics.update(metrics)
+        for detector in self._detectors:
+            self.report.artifacts.update(detector.artifacts())
 
     # ---- steps ---------------------------------------------------------------------------------
     @property

@@ -26,16 +26,24 @@ from .base import Detector
 
 class ProfilerSyncDetector(Detector):
     name = "profiler"
+    uses_profiler = True
 
     def __init__(self, keep_trace: str | None = None) -> None:
         self.keep_trace = keep_trace
         self._profiler: Any = None
         self._step_range: Any = None
+        self._tracer: Any = None
         self.trace: Trace | None = None
         self.syncs: list[tuple[SyncEvent, str, int | None]] = []
 
+    def use_trace_from(self, tracer: Any) -> None:
+        """The guard traces anyway (profiling.tracer): read its trace, run no profiler of our own."""
+        self._tracer = tracer
+
     def arm(self, guard: Any) -> None:
         super().arm(guard)
+        if self._tracer is not None:
+            return
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
@@ -62,6 +70,8 @@ class ProfilerSyncDetector(Detector):
                 os.rmdir(os.path.dirname(path))
 
     def on_step_begin(self, step: int) -> None:
+        if self._tracer is not None:
+            return  # the tracer marks the steps
         self._step_range = torch.autograd.profiler.record_function(f"{STEP_PREFIX}{step}")
         self._step_range.__enter__()
 
@@ -71,6 +81,8 @@ class ProfilerSyncDetector(Detector):
             self._step_range = None
 
     def findings(self) -> list[Finding]:
+        if self._tracer is not None:
+            self.trace = self._tracer.load_trace()
         if self.trace is None:
             return []
         steps = self.trace.step_ranges()
