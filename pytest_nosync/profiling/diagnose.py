@@ -445,7 +445,11 @@ class _Analysis:
         if longest is None:
             return None, None
         hot = self._hotspots(longest[0], longest[1], limit=1)
-        host = hot[0].host if hot else HostWork(region=self._region_over(*longest))
+        # a hotspot that is a sliver of the interval does not explain it (untraced Python, without stacks)
+        if hot and hot[0].self_ms * 1e3 >= (longest[1] - longest[0]) / 4:
+            host = hot[0].host
+        else:
+            host = HostWork(region=self._region_over(*longest))
         return _ms(longest[1] - longest[0]), host
 
     def _memory(self, start: float, end: float) -> list[MemoryWindow]:
