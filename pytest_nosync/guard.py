@@ -87,6 +87,7 @@ class Guard:
         self._step_started = 0.0
         self.step_ms: dict[int, float] = {}
         self._active = False
+        self._unobserved = 0
 
     # ---- the context manager -------------------------------------------------------------------
     def __enter__(self) -> Guard:
@@ -99,12 +100,12 @@ class Guard:
         )
         self._detectors += self._extra
         if self.trace is not None and self.trace.active:
-            # last: armed after the others' setup, disarmed before their teardown, so the trace is the block's
+            # first: disarmed last, once the sync detectors are off (stopping the profiler synchronizes)
             tracer = TraceDetector(self.trace)
             for detector in self._detectors:
                 if detector.uses_profiler:
                     tracer.share_with(detector)
-            self._detectors.append(tracer)
+            self._detectors.insert(0, tracer)
         armed: list[Detector] = []
         try:
             if self.pipeline is not None:
@@ -281,6 +282,20 @@ class Guard:
             self.exit_region(name)
 
     # ---- recording -----------------------------------------------------------------------------
+    @property
+    def observing(self) -> bool:
+        return self._unobserved == 0
+
+    @contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """The plugin's own work inside the block (the profiler synchronizes when a schedule stops it): detectors
+        record nothing and raise nothing in it."""
+        self._unobserved += 1
+        try:
+            yield
+        finally:
+            self._unobserved -= 1
+
     def record(
         self,
         kind: str,
@@ -295,6 +310,7 @@ class Guard:
         """Record one finding at the current step/region, blaming the first frame outside torch."""
         where, stack = attribution.attribute(frames)
         region = self.region or ("loop" if self._step is not None else None)
+        observed = self.observing
         finding = Finding(
             kind=kind,
             where=where,
@@ -308,6 +324,8 @@ class Guard:
             source=source,
             data=data or {},
         )
+        if not observed:
+            return finding
         if self._step is None and self._completed > 0:
             self._pending.append(finding)
         else:

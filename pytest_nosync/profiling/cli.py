@@ -127,13 +127,13 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     def call(**extra: Any) -> Any:
         kwargs = target.call_kwargs(pipe, CallContext(device, dtype, args.steps))
         with torch.no_grad():
-            out = pipe(**kwargs, **extra)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)  # after the steps: the last kernels belong in the trace
-        return out
+            return pipe(**kwargs, **extra)
 
     for _ in range(args.warmup):
         call()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
     out = args.out or os.path.join(DEFAULT_DIR, f"{args.target}-{args.mode}.json")
     config = TraceConfig(
         mode="never" if args.nsys else "always",

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..findings import IN_STEP
 from . import classify
-from .trace import REGION_RANGE_PREFIX, Event, PyFrame, Trace, phase_at, sync_events
+from .trace import REGION_RANGE_PREFIX, Event, PyFrame, Trace, phase_at, profiler_stop_sync, sync_events
 
 DENOISER_REGION = "transformer_forward"
 NO_REGION = "loop"  # inside a step, outside every annotated region
@@ -495,7 +495,11 @@ class _Analysis:
 
     def _syncs(self) -> list[Sync]:
         out = []
-        for sync in sync_events(self.trace):
+        syncs = sync_events(self.trace)
+        own = profiler_stop_sync(self.trace, syncs)  # the profiler's, not the pipeline's
+        for sync in syncs:
+            if sync is own:
+                continue
             phase, step = phase_at(sync.ts, self.steps)
             names = tuple(f"{p.filename}({p.lineno}): {p.function}" for p in sync.python)[:_STACK_DEPTH]
             out.append(Sync(step, phase, sync.call, sync.kind, sync.op, names, _where(names)))

@@ -287,6 +287,18 @@ def sync_events(trace: Trace) -> list[SyncEvent]:
     return out
 
 
+def profiler_stop_sync(trace: Trace, syncs: list[SyncEvent]) -> SyncEvent | None:
+    """The cudaDeviceSynchronize torch.profiler makes when it stops recording, if the trace caught it: the last
+    sync, outside any aten op, after the thread's last op, or with torch's profiler in its Python stack."""
+    if not syncs or syncs[-1].call != "cudaDeviceSynchronize" or syncs[-1].op:
+        return None
+    last = syncs[-1]
+    if last.python:
+        return last if any("profiler" in f.filename and f.filename.startswith("torch/") for f in last.python) else None
+    ops = trace.of("cpu_op")
+    return last if all(e.end <= last.ts for e in ops if e.tid == last.tid) else None
+
+
 def _memcpy_near(trace: Trace, sync: Event, op: Event | None) -> list[str]:
     """GPU copies launched by runtime calls inside the same op (or right before a bare sync)."""
     if op is not None:

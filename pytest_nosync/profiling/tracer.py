@@ -104,7 +104,8 @@ class TraceDetector(Detector):
         if self.window is not None:
             self.window.on_step_end(step)
         if self.session is not None:
-            self.session.step()
+            with self.guard.unobserved():  # a schedule's last active step stops the profiler: it synchronizes
+                self.session.step()
 
     def on_region(self, name: str, entering: bool) -> None:
         (self._push if entering else self._pop)(f"{REGION_RANGE_PREFIX}{name}")
@@ -120,7 +121,8 @@ class TraceDetector(Detector):
             if close is None:
                 continue
             try:
-                close()
+                with self.guard.unobserved():
+                    close()
             except Exception as exc:  # close the rest before reporting
                 errors.append(exc)
         if errors:

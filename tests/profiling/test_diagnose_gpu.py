@@ -192,3 +192,17 @@ def test_short_names() -> None:
     assert classify.short_name(synthetic.DIRECT_COPY) == "elementwise_kernel[direct_copy]"
     assert classify.short_name(synthetic.CAT) == "CatArrayBatchedCopy"
     assert classify.short_name("triton_poi_fused_clone_0") == "triton_poi_fused_clone_0"
+
+
+def test_the_profilers_stop_synchronize_is_not_the_pipelines() -> None:
+    doc = json.loads((DATA / "gpu_eager.json").read_text())
+    events = doc["traceEvents"]
+    last = max(e["ts"] + e.get("dur", 0) for e in events if e.get("ph") == "X")
+    stop = {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": synthetic.PID,
+            "tid": synthetic.TID, "ts": last + 10, "dur": 50, "args": {"correlation": 99999}}  # fmt: skip
+    mid = dict(stop, ts=synthetic.T0 + 60.0, args={"correlation": 99998})  # before step 0: the pipeline's own
+    d = diagnose(Trace([*events, stop, mid]))
+    assert [(s.call, s.phase) for s in d.syncs] == [
+        ("cudaDeviceSynchronize", "before_steps"),
+        ("cudaStreamSynchronize", "step"),
+    ]

@@ -251,3 +251,40 @@ def test_file_names() -> None:
     assert file_stem("tests/test_x.py::test_y[a-1]") == "tests_test_x.py__test_y_a-1"
     long = file_stem("tests/t.py::test_y[" + "x" * 300 + "]")
     assert len(long) == 120 and long != file_stem("tests/t.py::test_y[" + "x" * 299 + "]")
+
+
+def test_the_profilers_own_synchronize_is_no_finding(
+    pipe: TinyPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopping torch.profiler synchronizes the device (at a schedule's end: in the middle of the run). The
+    explicit-sync detector must not see it; a synchronize of the block's own it still sees."""
+    from pytest_nosync.detectors.explicit_sync import ExplicitSyncDetector
+    from pytest_nosync.profiling.session import ProfilerSession
+
+    synced: list[str] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: synced.append("sync"))  # no device: a stand-in
+    for name in ("step", "stop"):
+        original = getattr(ProfilerSession, name)
+
+        def and_sync(self: ProfilerSession, original: Any = original) -> None:
+            torch.cuda.synchronize()  # what torch.profiler does when it stops recording
+            original(self)
+
+        monkeypatch.setattr(ProfilerSession, name, and_sync)
+    config = TraceConfig(mode="always", directory=str(tmp_path), profiler=ProfilerOptions(schedule=(0, 1, 1)))
+    report = _run(pipe, config, detectors=[ExplicitSyncDetector("error")])
+    assert report.passed and not report.of_kind("device_sync")
+    assert len(synced) == 4  # three step ends and the stop at the end
+    with (
+        pytest.raises(RuntimeError, match="explicit synchronize"),
+        nosync_guard(pipe, checks=("host_overhead",), detectors=[ExplicitSyncDetector("error")], trace=config) as g,
+    ):
+        g.begin_step()
+        torch.cuda.synchronize()
+
+
+def test_the_tracer_is_armed_first_and_disarmed_last(pipe: TinyPipeline, tmp_path: Path) -> None:
+    with nosync_guard(
+        pipe, checks=("host_overhead", "alloc_growth"), trace=TraceConfig(mode="always", directory=str(tmp_path))
+    ) as g:
+        assert g._detectors[0].name == "trace"
