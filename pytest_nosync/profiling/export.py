@@ -72,7 +72,9 @@ def for_perfetto(doc: dict[str, Any]) -> dict[str, Any]:
     events = doc.get("traceEvents", [])
     tracks: dict[Any, int] = {}
     for event in events:
-        if event.get("ph") == "X" and str(event.get("name", "")).startswith(REGION_PREFIX):
+        # host ranges only: kineto's projections of them onto the GPU streams (gpu_user_annotation) stay put
+        host_range = event.get("cat") == "user_annotation" and event.get("ph") == "X"
+        if host_range and str(event.get("name", "")).startswith(REGION_PREFIX):
             pid = event.get("pid")
             if pid not in tracks:
                 tracks[pid] = _track_id(events, pid)

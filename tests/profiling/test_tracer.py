@@ -288,3 +288,19 @@ def test_the_tracer_is_armed_first_and_disarmed_last(pipe: TinyPipeline, tmp_pat
         pipe, checks=("host_overhead", "alloc_growth"), trace=TraceConfig(mode="always", directory=str(tmp_path))
     ) as g:
         assert g._detectors[0].name == "trace"
+
+
+def test_for_perfetto_moves_host_ranges_only() -> None:
+    from pytest_nosync.profiling.export import for_perfetto
+
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "nosync::step0", "pid": 5, "tid": 5, "ts": 0, "dur": 9},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": "nosync::step0", "pid": 0, "tid": 7, "ts": 1, "dur": 8},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 5, "tid": 5, "ts": 1, "dur": 2},
+    ]
+    doc = for_perfetto({"traceEvents": [dict(e) for e in events]})
+    moved, gpu, op = doc["traceEvents"][:3]
+    assert (moved["tid"], moved["args"]["host tid"]) == (1, 5)
+    assert gpu == events[1] and op == events[2]
+    names = [e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"]
+    assert names == [NOSYNC_TRACK]
