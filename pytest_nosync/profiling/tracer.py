@@ -192,6 +192,8 @@ class TraceDetector(Detector):
     def metrics(self) -> dict[str, Any]:
         self._decide()
         out: dict[str, Any] = {}
+        if self.session is not None:  # timings of this block (step_ms, ...) were taken under the profiler
+            out["profiled"] = True
         if self.diagnosis is not None:
             out["diagnosis"] = self.diagnosis.to_dict()
         if self.skipped:

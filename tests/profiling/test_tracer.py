@@ -57,6 +57,7 @@ def test_always_writes_a_trace_with_steps_and_regions_on_their_own_track(pipe: T
     assert regions.count("transformer_forward") == 3 and regions.count("scheduler_step") == 3
     assert {"encode_prompt", "vae_decode"} <= set(regions)
     assert trace.host_tid() == trace.of("cpu_op")[0].tid  # read back on the thread they ran on
+    assert report.metrics["profiled"] is True  # its step timings were taken under the profiler
 
 
 def test_the_planted_sleep_is_the_longest_host_work_of_its_step(pipe: TinyPipeline, tmp_path: Path) -> None:
@@ -94,7 +95,7 @@ def test_never_profiles_only_for_budgets(pipe: TinyPipeline, tmp_path: Path) -> 
     config = TraceConfig(mode="never", directory=str(tmp_path))
     assert not config.active
     report = _run(pipe, config)
-    assert report.artifacts == {} and "diagnosis" not in report.metrics
+    assert report.artifacts == {} and "diagnosis" not in report.metrics and "profiled" not in report.metrics
     budgets = TraceBudgets(max_cpu_ms_between_denoiser_calls=1000.0)
     report = _run(pipe, TraceConfig(mode="never", directory=str(tmp_path), budgets=budgets))
     assert report.passed and report.artifacts == {} and "diagnosis" in report.metrics
