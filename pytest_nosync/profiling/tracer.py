@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from ..detectors.base import Detector
 from ..findings import Finding, Report
 from . import export
@@ -66,6 +68,8 @@ class TraceDetector(Detector):
     def arm(self, guard: Guard) -> None:
         super().arm(guard)
         if self.config.nsys:
+            if self._cudart is None and not torch.cuda.is_available():
+                raise RuntimeError("nsys mode needs a CUDA device: NVTX ranges and cudaProfilerStart/Stop")
             first, last = 0, None
             if self.options.schedule is not None:
                 wait, warmup, active = self.options.schedule
@@ -163,7 +167,10 @@ class TraceDetector(Detector):
         if self._decided:
             return
         self._decided = True
-        if self.session is None or not self.session.recorded:
+        if self.session is None:
+            return
+        if not self.session.recorded:
+            self.skipped = "nothing recorded: the block ended before the schedule's active steps"
             return
         report = self.guard.report
         if self.config.mode == "always" or (self.config.mode == "on-failure" and report.passed is False):

@@ -305,3 +305,19 @@ def test_for_perfetto_moves_host_ranges_only() -> None:
     assert gpu == events[1] and op == events[2]
     names = [e["args"]["name"] for e in doc["traceEvents"] if e.get("name") == "thread_name"]
     assert names == [NOSYNC_TRACK]
+
+
+def test_a_schedule_that_never_records_says_so(pipe: TinyPipeline, tmp_path: Path) -> None:
+    config = TraceConfig(mode="always", directory=str(tmp_path), profiler=ProfilerOptions(schedule=(3, 1, 1)))
+    report = _run(pipe, config, steps=2)
+    assert report.artifacts == {} and "schedule's active steps" in report.metrics["trace_skipped"]
+    assert not _profiler_enabled()
+
+
+def test_nsys_mode_without_cuda_fails_at_entry(pipe: TinyPipeline) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    before = type(pipe.scheduler).step
+    with pytest.raises(RuntimeError, match="nsys mode needs a CUDA device"):
+        _run(pipe, TraceConfig(nsys=True))
+    assert type(pipe.scheduler).step is before
