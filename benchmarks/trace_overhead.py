@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -38,7 +40,7 @@ class Pipeline:
         self.scheduler = self.Scheduler()
         self.x = torch.randn(2, 128, 256, device=device)
 
-    def __call__(self, steps: int, callback_on_step_end=None) -> torch.Tensor:
+    def __call__(self, steps: int, callback_on_step_end: Callable[..., Any] | None = None) -> torch.Tensor:
         latents = self.x
         with torch.no_grad():
             for i in range(steps):
@@ -50,7 +52,7 @@ class Pipeline:
         return latents
 
 
-def timed(fn, calls: int) -> list[float]:
+def timed(fn: Callable[[], None], calls: int) -> list[float]:
     out = []
     for _ in range(calls):
         start = time.perf_counter()
@@ -80,8 +82,8 @@ def main() -> None:
     pipe = Pipeline(device)
     directory = tempfile.mkdtemp(prefix="nosync-bench-")
 
-    def guarded(trace: TraceConfig | None):
-        def run():
+    def guarded(trace: TraceConfig | None) -> Callable[[], None]:
+        def run() -> None:
             with nosync_guard(pipe, checks=("host_overhead",), trace=trace, name="bench") as g:
                 pipe(args.steps, callback_on_step_end=g.callback_on_step_end)
             assert g.report.passed, g.report.findings

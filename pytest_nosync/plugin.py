@@ -144,7 +144,10 @@ class NosyncSession:
         if call.when == "call":
             # on-failure traces of passing blocks were held until now: the test's outcome decides
             for pending in item.stash.get(PENDING_TRACES, []):
-                pending.keep() if report.failed else pending.discard()
+                if report.failed:
+                    pending.keep()
+                else:
+                    pending.discard()
             item.stash[PENDING_TRACES] = []
             root = str(self.config.rootpath)
             for r in item.stash.get(ITEM_REPORTS, []):
