@@ -233,13 +233,15 @@ class _Analysis:
         busy = _merge((e.ts, e.end) for e in self.gpu)
         gaps = [(a, b) for (_, a), (b, _) in itertools.pairwise(busy)]
         syncs = self._syncs()
+        by_step: dict[int | None, list[_Launch]] = defaultdict(list)
+        for launch in launches:
+            by_step[launch.step].append(launch)
         per_step_gaps: dict[int, list[Gap]] = {}
         steps = []
         for step, start, end in self.windows:
-            mine = [launch for launch in launches if launch.step == step]
             step_gaps = self._gaps_in(step, start, end, gaps)
             per_step_gaps[step] = step_gaps
-            steps.append(self._step(step, start, end, mine, delays.get(step, []), busy, step_gaps, syncs))
+            steps.append(self._step(step, start, end, by_step[step], delays.get(step, []), busy, step_gaps, syncs))
         overall = sorted((g for gs in per_step_gaps.values() for g in gs), key=lambda g: -g.ms)[:TOP_OVERALL]
         notes = []
         if not launches:
@@ -266,9 +268,10 @@ class _Analysis:
     # ---- GPU events --------------------------------------------------------------------------------
     def _launch(self, event: Event) -> _Launch:
         call = self.trace.launch_of(event)
-        at, tid = (call.ts, call.tid) if call is not None else (event.ts, self.host)
-        ops = self.trace.enclosing("cpu_op", tid, at)
-        annotations = self.trace.enclosing("user_annotation", tid, at)
+        at = call.ts if call is not None else event.ts
+        # without its launch call (not recorded), what the host ran at the GPU's start time says nothing
+        ops = self.trace.enclosing("cpu_op", call.tid, at) if call is not None else []
+        annotations = self.trace.enclosing("user_annotation", call.tid, at) if call is not None else []
         regions = [a for a in annotations if a.name.startswith(REGION_RANGE_PREFIX)]
         aten = [o for o in ops if o.name.startswith("aten::")]  # the user-facing op, past dynamo's wrappers
         return _Launch(
@@ -298,7 +301,8 @@ class _Analysis:
 
     def _gaps_in(self, step: int, start: float, end: float, gaps: list[tuple[float, float]]) -> list[Gap]:
         pieces = []
-        for a, b in gaps:
+        first = max(0, bisect.bisect_left(gaps, (start,)) - 1)  # gaps are disjoint and in order
+        for a, b in itertools.takewhile(lambda g: g[0] < end, itertools.islice(gaps, first, None)):
             lo, hi = max(a, start), min(b, end)
             if hi > lo:
                 pieces.append((hi - lo, lo, hi, a, b))
@@ -431,7 +435,9 @@ class _Analysis:
         lo, hi = max(start, busy[0][0]), min(end, busy[-1][1])
         if hi <= lo:
             return 0.0, 0.0, 0.0
-        busy_us = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in busy)
+        first = max(0, bisect.bisect_left(busy, (lo,)) - 1)
+        inside = itertools.takewhile(lambda iv: iv[0] < hi, itertools.islice(busy, first, None))
+        busy_us = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in inside)
         idle_us = (hi - lo) - busy_us
         return _ms(idle_us), _ms(busy_us), round(idle_us / (hi - lo), 4)
 
