@@ -20,7 +20,7 @@ import torch
 from .. import hints
 from ..attribution import attribute
 from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame
-from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, phase_at, sync_events
+from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
 
 
@@ -86,7 +86,9 @@ class ProfilerSyncDetector(Detector):
         if self.trace is None:
             return []
         steps = self.trace.step_ranges()
-        self.syncs = [(s, *phase_at(s.ts, steps)) for s in sync_events(self.trace)]
+        syncs = sync_events(self.trace)
+        own = profiler_stop_sync(self.trace, syncs)  # the profiler's synchronize when it stops, not the block's
+        self.syncs = [(s, *phase_at(s.ts, steps)) for s in syncs if s is not own]
         return []  # reconciled into the other detectors' findings below, so nothing counts twice
 
     def reconcile(self, findings: list[Finding]) -> list[Finding]:

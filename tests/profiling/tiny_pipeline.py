@@ -23,10 +23,21 @@ def slow_host_work(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def read_back(x: torch.Tensor) -> float:
+    return x.sum().item()  # a device-to-host sync on CUDA
+
+
+def shuffle_layout(x: torch.Tensor) -> torch.Tensor:
+    # a layout copy (permute + contiguous: a direct_copy kernel) and a same-layout copy (clone: a DtoD memcpy)
+    return x.t().contiguous().t().clone()
+
+
 class TinyScheduler:
     def __init__(self) -> None:
         self.stall: dict[int, float] = {}  # step index → seconds of host work planted in that step
         self.fail_at: int | None = None
+        self.item_at: int | None = None  # the step with a planted .item()
+        self.copy_at: set[int] = set()  # the steps with planted copies
         self.calls = 0
 
     def step(self, noise: torch.Tensor, t: torch.Tensor, latents: torch.Tensor) -> torch.Tensor:
@@ -36,6 +47,10 @@ class TinyScheduler:
             slow_host_work(self.stall[index])
         if self.fail_at == index:
             raise ValueError("scheduler failed")
+        if self.item_at == index:
+            read_back(noise)
+        if index in self.copy_at:
+            noise = shuffle_layout(noise)
         return latents - 0.1 * noise
 
 
