@@ -49,7 +49,6 @@ class TraceDetector(Detector):
         self.ranges: ProfilerRanges | None = None
         self.nvtx: NvtxRanges | None = None
         self.window: CaptureWindow | None = None
-        self.needs_trace = False
         self.skipped: str | None = None
         self._doc: dict[str, Any] | None = None
         self.trace: Trace | None = None
@@ -61,7 +60,6 @@ class TraceDetector(Detector):
         """Let another profiler-based detector read this trace instead of running a second profiler (two cannot
         record at once); it needs Python stacks."""
         self.options = replace(self.options, with_stack=True)
-        self.needs_trace = True
         detector.use_trace_from(self)
 
     # ---- arm / steps / regions / disarm --------------------------------------------------------------
