@@ -321,3 +321,32 @@ def test_nsys_mode_without_cuda_fails_at_entry(pipe: TinyPipeline) -> None:
     with pytest.raises(RuntimeError, match="nsys mode needs a CUDA device"):
         _run(pipe, TraceConfig(nsys=True))
     assert type(pipe.scheduler).step is before
+
+
+def _crossings(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Complete events that start inside another on the same track and end after it: Perfetto drops them."""
+    tracks: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for e in events:
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    bad = []
+    for track in tracks.values():
+        track.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: list[dict[str, Any]] = []
+        for e in track:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"]:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + 1e-3:
+                bad.append((stack[-1]["name"], e["name"]))
+            stack.append(e)
+    return bad
+
+
+def test_the_written_trace_nests_on_every_track(pipe: TinyPipeline, tmp_path: Path) -> None:
+    report = _run(pipe, TraceConfig(mode="always", directory=str(tmp_path), profiler=STACKS))
+    events = json.loads(Path(report.artifacts["trace"]).read_text())["traceEvents"]
+    assert _crossings(events) == []
+    for e in events:  # on the host thread, the ranges would cross the hooks' Python functions
+        if "host tid" in e.get("args", {}):
+            e["tid"] = e["args"]["host tid"]
+    assert any(name.startswith("nosync::") for pair in _crossings(events) for name in pair)
