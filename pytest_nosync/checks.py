@@ -15,6 +15,7 @@ import torch
 from .findings import Report
 from .guard import Guard
 from .policy import KnownMatcher, Policy, judge
+from .profiling.config import TraceConfig
 
 CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
 
@@ -34,6 +35,7 @@ class CheckOptions:
     name: str = ""
     target: str = ""
     limits: dict[str, Any] | None = None
+    trace: TraceConfig | None = None  # trace the measured call (profiling.tracer)
 
 
 def dynamo_device(device: torch.device) -> torch.device:
@@ -71,6 +73,7 @@ def _guard(pipe: Any, options: CheckOptions, checks: tuple[str, ...], **extra: A
         denoiser=options.denoiser,
         name=options.name,
         limits=options.limits,
+        trace=options.trace,
         **extra,
     )
 
@@ -137,13 +140,10 @@ def check_graph_breaks(pipe: Any, options: CheckOptions) -> Report:
             raise
     findings = [replace(f, status="new") for f in breaks] + [replace(f, status="new") for f in guard.report.findings]
     judged, passed = judge(findings, options.policy, options.known)
-    report = Report(
-        findings=judged,
-        backend=guard.report.backend,
-        steps=guard.report.steps,
-        passed=passed,
-        metrics={**metrics, **guard.report.metrics},
-    )
+    # the guard's report, updated in place: a trace held for later (on-failure) is attached to this object
+    report = guard.report
+    report.findings, report.passed = judged, passed
+    report.metrics = {**metrics, **report.metrics}
     return _finish(report, "graph_breaks", options)
 
 

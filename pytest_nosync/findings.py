@@ -20,6 +20,7 @@ KINDS = (
     "recompile",
     "alloc_growth",
     "host_overhead",
+    "layout_transform",  # layout-transform or copy kernels over a trace budget (profiling.budgets)
 )
 SYNC_KINDS = frozenset({"dtoh_sync", "htod_sync", "device_sync"})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,9 +12,12 @@ from .baseline import Baseline
 from .findings import Report
 from .guard import Guard
 from .policy import KnownMatcher
+from .profiling.config import TraceConfig
+from .profiling.tracer import PendingTrace
 from .run_report import diffusers_version
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
+PENDING_TRACES = pytest.StashKey[list[PendingTrace]]()
 BASELINE = pytest.StashKey[Baseline]()
 _MARKER_OPTIONS = pytest.StashKey[marks.MarkerOptions]()
 
@@ -39,6 +43,19 @@ def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) 
     except backends.BackendUnavailable:
         backend = ""
     return baseline.matcher(test_id, target, check, diffusers_version(), backend)
+
+
+def trace_config(item: pytest.Item) -> TraceConfig:
+    """The run's trace settings with the test's marker budgets over them. In on-failure mode a passing block's
+    trace is held until the test's outcome is known (the plugin's makereport keeps or discards it), so a test
+    that fails after its guarded block still gets its trace."""
+    config = settings.of(item.config).trace
+    budgets = config.budgets.merged(marker_options(item).trace_budgets)
+
+    def hold(pending: PendingTrace) -> None:
+        item.stash.setdefault(PENDING_TRACES, []).append(pending)
+
+    return replace(config, budgets=budgets, defer=hold if config.mode == "on-failure" else None)
 
 
 def add_report(item: pytest.Item, report: Report) -> None:
@@ -77,6 +94,7 @@ class NosyncFixture:
             "policy": self.options.policy,
             "known": known_matcher(self.item.config, self.item.nodeid, "", ",".join(self.options.checks)),
             "name": self.item.nodeid,
+            "trace": trace_config(self.item),
         }
         options.update(overrides)
         return Guard(pipeline, enabled=self.enabled, on_finish=self.add_report, **options)

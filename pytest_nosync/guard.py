@@ -4,6 +4,9 @@
         pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     g.report.passed, g.report.findings
 
+Tracing: `trace=TraceConfig(...)` profiles the block, names its steps and regions in the trace, keeps the
+file per the config's mode and puts the trace's diagnosis in `report.metrics["diagnosis"]` (profiling.tracer).
+
 Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at
 `callback_on_step_end`. Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
 opens when the guard is entered). Findings between two steps belong to the next step if one opens, and
@@ -25,6 +28,8 @@ from .annotate import PipelineAnnotations
 from .detectors.base import Detector
 from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
 from .policy import KnownMatcher, Policy, judge
+from .profiling.config import TraceConfig
+from .profiling.tracer import TraceDetector
 
 DEFAULT_CHECKS = ("syncs",)
 
@@ -49,6 +54,7 @@ class Guard:
         enabled: bool = True,
         name: str = "",
         on_finish: Callable[[Report], None] | None = None,
+        trace: TraceConfig | None = None,
     ) -> None:
         if mode not in ("warn", "error"):
             raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {mode!r}")
@@ -68,6 +74,7 @@ class Guard:
         self.enabled = enabled
         self.name = name
         self.on_finish = on_finish
+        self.trace = trace
         self.report = Report(check=",".join(self.checks), test_id=name)
         self._extra = list(detectors)
         self._detectors: list[Detector] = []
@@ -80,6 +87,7 @@ class Guard:
         self._step_started = 0.0
         self.step_ms: dict[int, float] = {}
         self._active = False
+        self._unobserved = 0
 
     # ---- the context manager -------------------------------------------------------------------
     def __enter__(self) -> Guard:
@@ -91,6 +99,13 @@ class Guard:
             self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits
         )
         self._detectors += self._extra
+        if self.trace is not None and self.trace.active:
+            # first: disarmed last, once the sync detectors are off (stopping the profiler synchronizes)
+            tracer = TraceDetector(self.trace)
+            for detector in self._detectors:
+                if detector.uses_profiler:
+                    tracer.share_with(detector)
+            self._detectors.insert(0, tracer)
         armed: list[Detector] = []
         try:
             if self.pipeline is not None:
@@ -161,6 +176,8 @@ class Guard:
         for detector in self._detectors:
             metrics.update(detector.metrics())
         self.report.metrics.update(metrics)
+        for detector in self._detectors:
+            self.report.artifacts.update(detector.artifacts())
 
     # ---- steps ---------------------------------------------------------------------------------
     @property
@@ -265,6 +282,20 @@ class Guard:
             self.exit_region(name)
 
     # ---- recording -----------------------------------------------------------------------------
+    @property
+    def observing(self) -> bool:
+        return self._unobserved == 0
+
+    @contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """The plugin's own work inside the block (the profiler synchronizes when a schedule stops it): detectors
+        record nothing and raise nothing in it."""
+        self._unobserved += 1
+        try:
+            yield
+        finally:
+            self._unobserved -= 1
+
     def record(
         self,
         kind: str,
@@ -279,6 +310,7 @@ class Guard:
         """Record one finding at the current step/region, blaming the first frame outside torch."""
         where, stack = attribution.attribute(frames)
         region = self.region or ("loop" if self._step is not None else None)
+        observed = self.observing
         finding = Finding(
             kind=kind,
             where=where,
@@ -292,6 +324,8 @@ class Guard:
             source=source,
             data=data or {},
         )
+        if not observed:
+            return finding
         if self._step is None and self._completed > 0:
             self._pending.append(finding)
         else:

@@ -8,15 +8,17 @@ from typing import Any
 
 from .backends import GUARD_CHECKS
 from .policy import Policy, parse_allow
+from .profiling.budgets import TraceBudgets, parse_budgets
 
 MARKER_HELP = (
-    "nosync(checks=('syncs',), budget=0, allow=[(pattern, reason)], count_outside_steps=False, mode=None): "
-    "guard the test body (or the `nosync` fixture's blocks) for syncs and the other checks; "
+    "nosync(checks=('syncs',), budget=0, allow=[(pattern, reason)], count_outside_steps=False, mode=None, "
+    "trace_budgets={name: limit}): guard the test body (or the `nosync` fixture's blocks) for syncs and the "
+    "other checks, and the trace's figures against budgets (e.g. {'max_gpu_idle_fraction': 0.2}); "
     "active with --nosync"
 )
 GPU_MARKER_HELP = "gpu: needs a CUDA device, or --nosync with the CPU emulation backend"
 
-_ARGUMENTS = ("checks", "budget", "allow", "count_outside_steps", "mode")
+_ARGUMENTS = ("checks", "budget", "allow", "count_outside_steps", "mode", "trace_budgets")
 
 
 class MarkerError(ValueError):
@@ -28,6 +30,7 @@ class MarkerOptions:
     checks: tuple[str, ...] = ("syncs",)
     policy: Policy = field(default_factory=Policy)
     mode: str | None = None
+    trace_budgets: TraceBudgets = field(default_factory=TraceBudgets)
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> MarkerOptions:
@@ -65,8 +68,16 @@ def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> MarkerOpti
         allow = parse_allow(allow_raw, source="nosync marker: 'allow'")
     except ValueError as exc:
         raise MarkerError(str(exc)) from None
+    trace_raw = kwargs.get("trace_budgets", {})
+    if not isinstance(trace_raw, dict):
+        raise MarkerError(f"nosync marker: 'trace_budgets' must be a dict of budget names to limits, got {trace_raw!r}")
+    try:
+        trace_budgets = parse_budgets(trace_raw, source="nosync marker: 'trace_budgets'")
+    except ValueError as exc:
+        raise MarkerError(str(exc)) from None
     return MarkerOptions(
         checks=tuple(checks),
         policy=Policy(budget=budget, allow=allow, count_outside_steps=outside),
         mode=mode,
+        trace_budgets=trace_budgets,
     )

@@ -10,10 +10,10 @@ import pytest
 
 from . import backends, baseline, marks, multi_gpu, render, run_report, settings, suite_fixtures
 from .findings import STATUS_FAIL, Report
-from .fixtures import BASELINE, ITEM_REPORTS, NosyncFixture, marker_options
-
-# Fixtures, exported to pytest through this entry-point module.
-from .fixtures import nosync as nosync
+from .fixtures import BASELINE, ITEM_REPORTS, PENDING_TRACES, NosyncFixture, marker_options
+from .fixtures import nosync as nosync  # a fixture, exported to pytest through this entry-point module
+from .profiling import export
+from .profiling.config import TraceConfig
 from .run_report import diffusers_version
 from .suite_fixtures import nosync_call_context as nosync_call_context
 from .suite_fixtures import nosync_check as nosync_check
@@ -57,6 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     if controller and config.pluginmanager.hasplugin("xdist"):
         multi_gpu.check_worker_count(config)
+    _check_trace_options(opts.trace)
     config.pluginmanager.register(NosyncSession(config, opts), "nosync-session")
 
 
@@ -68,6 +69,19 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     multi_gpu.assign_gpu(node)
+
+
+def _check_trace_options(trace: TraceConfig) -> None:
+    if trace.profiles and trace.mode != "never":
+        try:
+            export.check_directory(trace.directory)
+        except OSError as exc:
+            raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
+    if trace.nsys and not backends.cuda_available():
+        raise pytest.UsageError(
+            "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
+            "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
+        )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -120,9 +134,11 @@ class NosyncSession:
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         env = run_report.environment(self.backend)
         mode = self.opts.mode or "warn"
+        trace = "nsys" if self.opts.trace.nsys else self.opts.trace.mode
         line = (
             f"nosync: backend {self.backend} ({env['device']}), mode {mode}, "
-            f"profiler {'on' if self.opts.profile else 'off'}, torch {env['torch']}, diffusers {env['diffusers']}"
+            f"profiler {'on' if self.opts.profile else 'off'}, trace {trace}, torch {env['torch']}, "
+            f"diffusers {env['diffusers']}"
         )
         if self.backend == "emulate":
             return [line, EMULATION_BANNER]
@@ -149,12 +165,21 @@ class NosyncSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
         report = yield
         if call.when == "call":
+            # on-failure traces of passing blocks were held until now: the test's outcome decides
+            for pending in item.stash.get(PENDING_TRACES, []):
+                if report.failed:
+                    pending.keep()
+                else:
+                    pending.discard()
+            item.stash[PENDING_TRACES] = []
             root = str(self.config.rootpath)
             for r in item.stash.get(ITEM_REPORTS, []):
                 r.test_id = item.nodeid
                 report.user_properties.append(("nosync", r.to_dict()))
                 if r.findings and r.passed:
                     report.sections.append((f"nosync {r.check}", render.render_report(r, root)))
+                elif report.failed and r.passed and r.artifacts:  # failed after the block: its trace
+                    report.sections.append(("nosync trace", "\n".join(render.trace_lines(r))))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -200,6 +225,8 @@ class NosyncSession:
             tr.write_line(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
             for g in render.group(f for f in r.findings if f.status == STATUS_FAIL):
                 tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
+            if r.artifacts.get("trace"):
+                tr.write_line(f"       trace: {r.artifacts['trace']}")
         per_target = self._per_target()
         if per_target:
             tr.write_line("seconds per target: " + ", ".join(f"{t} {s:.1f}" for t, s in per_target.items()))

@@ -119,7 +119,21 @@ def render_report(report: Report, root: str | None = None) -> str:
             lines.extend(render_group(g, root, verbose=status != STATUS_OUTSIDE))
     if report.summary:
         lines.append(report.summary)
+    lines.extend(trace_lines(report))
     return "\n".join(lines)
+
+
+def trace_lines(report: Report) -> list[str]:
+    """The trace's path and its diagnosis, when the guard traced the block."""
+    lines = []
+    if report.artifacts.get("trace"):
+        lines.append(f"trace: {report.artifacts['trace']} (open it in Perfetto)")
+    if report.metrics.get("diagnosis"):
+        from .profiling.diagnose import Diagnosis
+        from .profiling.render import render_diagnosis
+
+        lines.append(render_diagnosis(Diagnosis.from_dict(report.metrics["diagnosis"])))
+    return lines
 
 
 def github_annotations(reports: Iterable[Report], root: str) -> list[str]:

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from .backends import BACKENDS
+from .profiling.budgets import parse_budgets
+from .profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
 
 # (cli flag, ini key, ini type, default, help) — options whose value can also live in pyproject/pytest.ini
 _OPTIONS: tuple[tuple[str, str, str, Any, str], ...] = (
@@ -68,6 +70,36 @@ _OPTIONS: tuple[tuple[str, str, str, Any, str], ...] = (
         None,
         "write the run's failing and known findings to this path as a new baseline",
     ),
+    (
+        "--nosync-trace",
+        "nosync_trace",
+        "string",
+        None,
+        "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded block is "
+        "profiled, the trace is written only when the test fails) or never",
+    ),
+    ("--nosync-trace-dir", "nosync_trace_dir", "string", DEFAULT_DIR, "directory of the trace files (one per test id)"),
+    ("--nosync-trace-gzip", "nosync_trace_gzip", "bool", False, "write traces as .json.gz"),
+    ("--nosync-trace-shapes", "nosync_trace_shapes", "bool", False, "profiler: record input shapes (slower)"),
+    ("--nosync-trace-memory", "nosync_trace_memory", "bool", False, "profiler: record allocations (slower)"),
+    ("--nosync-trace-stack", "nosync_trace_stack", "bool", False, "profiler: record Python stacks (slower)"),
+    ("--nosync-trace-flops", "nosync_trace_flops", "bool", False, "profiler: estimate FLOPs (slower)"),
+    (
+        "--nosync-trace-schedule",
+        "nosync_trace_schedule",
+        "string",
+        None,
+        "WAIT,WARMUP,ACTIVE in denoising steps: record only the ACTIVE steps after WAIT+WARMUP (torch.profiler "
+        "schedule; the work before step 0 counts with step 0)",
+    ),
+    (
+        "--nosync-nsys",
+        "nosync_nsys",
+        "bool",
+        False,
+        "for `nsys profile --capture-range=cudaProfilerApi`: NVTX ranges per step and region, cudaProfilerStart/Stop "
+        "around the measured steps, and no torch.profiler",
+    ),
 )
 _DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "float32": "float32"}
 
@@ -87,6 +119,7 @@ class Settings:
     checkpoints: dict[str, str] = field(default_factory=dict)
     baseline: str | None = None
     baseline_write: str | None = None
+    trace: TraceConfig = field(default_factory=TraceConfig)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -117,6 +150,20 @@ def add_options(parser: pytest.Parser) -> None:
         help=checkpoint_help,
     )
     parser.addini("nosync_checkpoint", help=checkpoint_help, type="linelist", default=[])
+    budget_help = (
+        "NAME=VALUE: a budget on the trace's figures, checked in steady-state steps: max_gpu_idle_fraction, "
+        "max_cpu_ms_between_denoiser_calls, max_layout_transforms_per_step, max_copies_per_step; repeatable "
+        "(the marker's trace_budgets override them per test)"
+    )
+    group.addoption(
+        "--nosync-trace-budget",
+        action="append",
+        default=None,
+        dest="nosync_trace_budgets",
+        metavar="NAME=VALUE",
+        help=budget_help,
+    )
+    parser.addini("nosync_trace_budgets", help=budget_help, type="linelist", default=[])
 
 
 def _value(config: pytest.Config, name: str) -> Any:
@@ -149,6 +196,7 @@ def read(config: pytest.Config) -> Settings:
             raise pytest.UsageError(f"--nosync-checkpoint takes NAME=PATH (e.g. wan=/models/wan), got {entry!r}")
         checkpoints[name.strip()] = path.strip()
     return Settings(
+        trace=_trace(config),
         enabled=bool(_value(config, "nosync")),
         mode=mode,
         backend=backend,
@@ -162,6 +210,41 @@ def read(config: pytest.Config) -> Settings:
         checkpoints=checkpoints,
         baseline=_value(config, "nosync_baseline"),
         baseline_write=_value(config, "nosync_baseline_write"),
+    )
+
+
+def _trace(config: pytest.Config) -> TraceConfig:
+    mode = _value(config, "nosync_trace")
+    if mode is not None and mode not in TRACE_MODES:
+        raise pytest.UsageError(f"--nosync-trace must be one of {', '.join(TRACE_MODES)}, got {mode!r}")
+    nsys = bool(_value(config, "nosync_nsys"))
+    if nsys and mode == "always":
+        raise pytest.UsageError("--nosync-nsys and --nosync-trace always exclude each other: nsys records the trace")
+    schedule_raw = _value(config, "nosync_trace_schedule")
+    try:
+        schedule = parse_schedule(schedule_raw) if schedule_raw else None
+    except ValueError as exc:
+        raise pytest.UsageError(f"--nosync-trace-schedule: {exc}") from None
+    try:
+        budgets = parse_budgets(_value(config, "nosync_trace_budgets") or [], source="--nosync-trace-budget")
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if nsys and budgets.any:
+        raise pytest.UsageError("--nosync-trace-budget needs torch.profiler's trace, which --nosync-nsys turns off")
+    options = ProfilerOptions(
+        record_shapes=bool(_value(config, "nosync_trace_shapes")),
+        profile_memory=bool(_value(config, "nosync_trace_memory")),
+        with_stack=bool(_value(config, "nosync_trace_stack")),
+        with_flops=bool(_value(config, "nosync_trace_flops")),
+        schedule=schedule,
+    )
+    return TraceConfig(
+        mode=mode or ("never" if nsys else "on-failure"),
+        directory=_value(config, "nosync_trace_dir") or DEFAULT_DIR,
+        gzip=bool(_value(config, "nosync_trace_gzip")),
+        profiler=options,
+        nsys=nsys,
+        budgets=budgets,
     )
 
 

@@ -19,7 +19,7 @@ import torch
 from . import backends, settings
 from .checks import CheckOptions, dynamo_device, run_check
 from .findings import Report
-from .fixtures import known_matcher, marker_options
+from .fixtures import known_matcher, marker_options, trace_config
 from .targets.base import CallContext, Target
 
 SUITE_DIR = Path(__file__).parent / "suite"
@@ -152,6 +152,7 @@ def nosync_check(
             denoiser=nosync_target.denoiser,
             name=request.node.nodeid,
             target=nosync_target.name,
+            trace=trace_config(request.node) if opts.enabled else None,
         )
         return run_check(check, pipe, options)
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+# torch.profiler's start imports torch._inductor (and dynamo). Imported here, before any in-process pytester run
+# profiles a block: pytester unloads the modules a run imported, and importing them again registers inductor's
+# test ops a second time, which torch refuses.
+import torch._inductor.config
+
 from pytest_nosync import backends
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]

@@ -48,6 +48,8 @@ class ExplicitSyncDetector(Detector):
         @functools.wraps(original)
         def synchronize(*args: Any, **kwargs: Any) -> Any:
             guard = detector.guard
+            if not guard.observing:  # the plugin's own synchronize (a profiler stopping)
+                return original(*args, **kwargs)
             frame = attribution.caller_frame()
             expression, _ = attribution.executing_expression(frame)
             guard.record(

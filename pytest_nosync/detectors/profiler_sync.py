@@ -19,23 +19,31 @@ import torch
 
 from .. import hints
 from ..attribution import attribute
-from ..findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, SYNC_KINDS, Finding, Frame
-from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, sync_events
+from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame
+from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
 
 
 class ProfilerSyncDetector(Detector):
     name = "profiler"
+    uses_profiler = True
 
     def __init__(self, keep_trace: str | None = None) -> None:
         self.keep_trace = keep_trace
         self._profiler: Any = None
         self._step_range: Any = None
+        self._tracer: Any = None
         self.trace: Trace | None = None
         self.syncs: list[tuple[SyncEvent, str, int | None]] = []
 
+    def use_trace_from(self, tracer: Any) -> None:
+        """The guard traces anyway (profiling.tracer): read its trace, run no profiler of our own."""
+        self._tracer = tracer
+
     def arm(self, guard: Any) -> None:
         super().arm(guard)
+        if self._tracer is not None:
+            return
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
@@ -62,6 +70,8 @@ class ProfilerSyncDetector(Detector):
                 os.rmdir(os.path.dirname(path))
 
     def on_step_begin(self, step: int) -> None:
+        if self._tracer is not None:
+            return  # the tracer marks the steps
         self._step_range = torch.autograd.profiler.record_function(f"{STEP_PREFIX}{step}")
         self._step_range.__enter__()
 
@@ -71,10 +81,14 @@ class ProfilerSyncDetector(Detector):
             self._step_range = None
 
     def findings(self) -> list[Finding]:
+        if self._tracer is not None:
+            self.trace = self._tracer.load_trace()
         if self.trace is None:
             return []
         steps = self.trace.step_ranges()
-        self.syncs = [(s, *_phase_at(s.ts, steps)) for s in sync_events(self.trace)]
+        syncs = sync_events(self.trace)
+        own = profiler_stop_sync(self.trace, syncs)  # the profiler's synchronize when it stops, not the block's
+        self.syncs = [(s, *phase_at(s.ts, steps)) for s in syncs if s is not own]
         return []  # reconciled into the other detectors' findings below, so nothing counts twice
 
     def reconcile(self, findings: list[Finding]) -> list[Finding]:
@@ -126,14 +140,3 @@ def _finding(sync: SyncEvent, phase: str, step: int | None) -> Finding:
         source="profiler",
         data={"runtime_call": sync.call, "op": sync.op},
     )
-
-
-def _phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int | None]:
-    """The guard's rule: inside a step range → that step; between two → the next; else before/after."""
-    for start, end, step in steps:
-        if start <= ts <= end:
-            return IN_STEP, step
-    for start, _end, step in steps:
-        if ts < start:
-            return (BEFORE_STEPS, None) if step == steps[0][2] else (IN_STEP, step)
-    return (AFTER_STEPS, None) if steps else (BEFORE_STEPS, None)

@@ -17,12 +17,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP
+
 SYNC_CALLS = frozenset(
     {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaStreamWaitEvent"}
 )
 BLOCKING_SYNC_CALLS = SYNC_CALLS - {"cudaStreamWaitEvent"}  # a stream wait does not block the host
 STEP_PREFIX = "nosync::step"
 REGION_PREFIX = "nosync::"
+REGION_RANGE_PREFIX = "nosync::region::"  # a guard region (transformer_forward, ...) as a profiler range
+HOST_TID_ARG = "host tid"  # where an exported trace moved a nosync range off its thread, the thread it ran on
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+RUNTIME_CATS = ("cuda_runtime", "cuda_driver")
 _PY_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.+)$")
 
 
@@ -45,6 +51,17 @@ class Event:
 
 
 @dataclass(frozen=True)
+class MemorySample:
+    """One `[memory]` event (profile_memory): the allocator's total after an allocation or free."""
+
+    ts: float
+    device: str  # "cpu", "cuda:0"
+    allocated: int
+    reserved: int
+    delta: int
+
+
+@dataclass(frozen=True)
 class PyFrame:
     """A Python function as the trace names it: file (as the tracer shortened it), def line, name."""
 
@@ -63,21 +80,28 @@ class PyFrame:
 class Trace:
     def __init__(self, events: Iterable[dict[str, Any]]) -> None:
         self.events: list[Event] = []
+        self.memory: list[MemorySample] = []
         for raw in events:
-            if raw.get("ph") != "X":
+            phase = raw.get("ph")
+            if raw.get("name") == "[memory]" and phase in ("i", "I", "X"):
+                self.memory.append(_memory_sample(raw))
                 continue
+            if phase != "X":
+                continue
+            args = raw.get("args") or {}
             self.events.append(
                 Event(
                     name=str(raw.get("name", "")),
                     cat=str(raw.get("cat", "")),
                     ts=float(raw.get("ts", 0.0)),
                     dur=float(raw.get("dur", 0.0)),
-                    tid=raw.get("tid"),
+                    tid=args.get(HOST_TID_ARG, raw.get("tid")),
                     pid=raw.get("pid"),
-                    args=raw.get("args") or {},
+                    args=args,
                 )
             )
         self.events.sort(key=lambda e: (e.ts, -e.dur))
+        self.memory.sort(key=lambda m: m.ts)
         self._by_cat: dict[str, list[Event]] = defaultdict(list)
         for event in self.events:
             self._by_cat[event.cat].append(event)
@@ -85,6 +109,7 @@ class Trace:
         for event in self.events:
             self._by_thread[(event.cat, event.tid)].append(event)
         self._starts = {k: [e.ts for e in v] for k, v in self._by_thread.items()}
+        self._parents = {k: _parents(v) for k, v in self._by_thread.items()}
         self._by_correlation: dict[Any, list[Event]] = defaultdict(list)
         for event in self.events:
             corr = event.args.get("correlation")
@@ -106,11 +131,32 @@ class Trace:
         return sorted(out, key=lambda e: e.ts)
 
     def enclosing(self, cat: str, tid: Any, ts: float) -> list[Event]:
-        """Events of `cat` on thread `tid` that contain `ts`, outermost first."""
-        events = self._by_thread.get((cat, tid), [])
-        starts = self._starts.get((cat, tid), [])
-        upto = bisect.bisect_right(starts, ts)
-        return [e for e in events[:upto] if e.contains(ts)]
+        """Events of `cat` on thread `tid` that contain `ts`, outermost first.
+
+        Events of one category on one thread nest, so the chain is the last event that started at or before
+        `ts` and its parents, less those that ended before `ts`: a few steps instead of a scan of the thread.
+        """
+        key = (cat, tid)
+        events = self._by_thread.get(key, [])
+        index = bisect.bisect_right(self._starts.get(key, []), ts) - 1
+        parents = self._parents.get(key, [])
+        chain: list[Event] = []
+        while index >= 0:
+            event = events[index]
+            if event.contains(ts):
+                chain.append(event)
+            index = parents[index]
+        chain.reverse()
+        return chain
+
+    def overlapping(self, cat: str, tid: Any, start: float, end: float) -> list[Event]:
+        """Events of `cat` on `tid` that overlap [start, end]: those running at `start`, then those starting
+        inside."""
+        key = (cat, tid)
+        events = self._by_thread.get(key, [])
+        starts = self._starts.get(key, [])
+        running = [e for e in self.enclosing(cat, tid, start) if e.ts < start < e.end]
+        return running + events[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, end)]
 
     def correlated(self, event: Event) -> list[Event]:
         corr = event.args.get("correlation")
@@ -125,17 +171,78 @@ class Trace:
         hits = [e for e in self.enclosing("user_annotation", tid, ts) if e.name.startswith(prefix)]
         return hits[-1] if hits else None
 
-    def runtime_inside(self, op: Event) -> list[Event]:
-        """Runtime calls made while `op` ran on its thread."""
-        events = self._by_thread.get(("cuda_runtime", op.tid), [])
-        return [e for e in events if op.ts <= e.ts <= op.end]
-
     def step_ranges(self) -> list[tuple[float, float, int]]:
         out = []
         for e in self.of("user_annotation"):
             if e.name.startswith(STEP_PREFIX) and e.name[len(STEP_PREFIX) :].isdigit():
                 out.append((e.ts, e.end, int(e.name[len(STEP_PREFIX) :])))
         return sorted(out)
+
+    def region_ranges(self) -> list[Event]:
+        """The guard's regions, as emitted while tracing (`nosync::region::<name>`), in start order."""
+        return [e for e in self.of("user_annotation") if e.name.startswith(REGION_RANGE_PREFIX)]
+
+    def host_tid(self) -> Any:
+        """The thread that ran the guarded block: the one with the step ranges, else the busiest with ops."""
+        for e in self.of("user_annotation"):
+            if e.name.startswith(STEP_PREFIX):
+                return e.tid
+        counts: dict[Any, int] = defaultdict(int)
+        for e in self.of("cpu_op"):
+            counts[e.tid] += 1
+        return max(counts, key=counts.__getitem__) if counts else None
+
+    def gpu_activity(self) -> list[Event]:
+        """Kernels, copies and memsets on the device timeline, in start order."""
+        return self.of(*GPU_CATS)
+
+    def launch_of(self, gpu_event: Event) -> Event | None:
+        """The runtime or driver call that enqueued `gpu_event` (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync,
+        cudaGraphLaunch, ...), found by correlation id."""
+        for event in self.correlated(gpu_event):
+            if event.cat in RUNTIME_CATS:
+                return event
+        return None
+
+    def runtime_inside(self, op: Event) -> list[Event]:
+        """Runtime calls made while `op` ran on its thread."""
+        return self.overlapping("cuda_runtime", op.tid, op.ts, op.end)
+
+
+def phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int | None]:
+    """The guard's rule: inside a step range → that step; between two → the next; else before/after."""
+    for start, end, step in steps:
+        if start <= ts <= end:
+            return IN_STEP, step
+    for start, _end, step in steps:
+        if ts < start:
+            return (BEFORE_STEPS, None) if step == steps[0][2] else (IN_STEP, step)
+    return (AFTER_STEPS, None) if steps else (BEFORE_STEPS, None)
+
+
+def _parents(events: list[Event]) -> list[int]:
+    """For events of one thread in start order: the index of each one's enclosing event (-1 for none)."""
+    parents: list[int] = []
+    stack: list[int] = []
+    for i, event in enumerate(events):
+        while stack and events[stack[-1]].end <= event.ts:
+            stack.pop()
+        parents.append(stack[-1] if stack else -1)
+        stack.append(i)
+    return parents
+
+
+def _memory_sample(raw: dict[str, Any]) -> MemorySample:
+    args = raw.get("args") or {}
+    device_type = args.get("Device Type", 0)
+    device = "cpu" if device_type in (0, "CPU") else f"cuda:{args.get('Device Id', 0)}"
+    return MemorySample(
+        ts=float(raw.get("ts", 0.0)),
+        device=device,
+        allocated=int(args.get("Total Allocated", 0) or 0),
+        reserved=int(args.get("Total Reserved", 0) or 0),
+        delta=int(args.get("Bytes", 0) or 0),
+    )
 
 
 @dataclass(frozen=True)
@@ -178,6 +285,18 @@ def sync_events(trace: Trace) -> list[SyncEvent]:
             )
         )
     return out
+
+
+def profiler_stop_sync(trace: Trace, syncs: list[SyncEvent]) -> SyncEvent | None:
+    """The cudaDeviceSynchronize torch.profiler makes when it stops recording, if the trace caught it: the last
+    sync, outside any aten op, after the thread's last op, or with torch's profiler in its Python stack."""
+    if not syncs or syncs[-1].call != "cudaDeviceSynchronize" or syncs[-1].op:
+        return None
+    last = syncs[-1]
+    if last.python:
+        return last if any("profiler" in f.filename and f.filename.startswith("torch/") for f in last.python) else None
+    ops = trace.of("cpu_op")
+    return last if all(e.end <= last.ts for e in ops if e.tid == last.tid) else None
 
 
 def _memcpy_near(trace: Trace, sync: Event, op: Event | None) -> list[str]:

@@ -1,0 +1,175 @@
+"""Budgets on a Diagnosis, as findings: assertions on the figures a trace gives, off until one is set.
+
+    findings = budget_findings(diagnosis, TraceBudgets(max_gpu_idle_fraction=0.2), warmup_steps=1)
+
+Steps before `warmup_steps` are not judged (first-call work: allocator growth, cuDNN autotuning, lazy init).
+GPU idle and host time become `host_overhead` findings whose `where` is the place that filled the gap (the
+first Python frame outside torch and this plugin, else `<region NAME>` or `<op NAME>`); layout transforms and
+copies become `layout_transform` findings at the kernel's launching op.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..findings import IN_STEP, Finding
+from .diagnose import Diagnosis, HostWork
+
+HOST_HINT = (
+    "the GPU waits for host work between kernels: move it out of the loop, make it a device op, or "
+    "capture the step (torch.compile mode='reduce-overhead' / CUDA graphs)"
+)
+LAYOUT_HINT = (
+    "layout transforms around an op (e.g. Conv3d in NCDHW run as NDHWC): keep activations in the op's preferred "
+    "layout (channels_last_3d) across the block, or compile it so the transforms fuse"
+)
+COPY_HINT = "device copies each step: avoid .contiguous()/.to()/cat on the hot path, or preallocate and reuse"
+
+
+@dataclass(frozen=True)
+class TraceBudgets:
+    """Limits on a step's figures; None is off. Fractions are 0..1, times in ms, counts per step."""
+
+    max_gpu_idle_fraction: float | None = None
+    max_cpu_ms_between_denoiser_calls: float | None = None
+    max_layout_transforms_per_step: int | None = None
+    max_copies_per_step: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def merged(self, override: TraceBudgets) -> TraceBudgets:
+        """These budgets with every limit `override` sets replaced."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(
+            {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
+        )
+        return TraceBudgets(**values)
+
+
+NAMES = tuple(f.name for f in fields(TraceBudgets))
+_INTEGER = {"max_layout_transforms_per_step", "max_copies_per_step"}
+
+
+def parse_budgets(values: dict[str, Any] | list[str], source: str = "trace budgets") -> TraceBudgets:
+    """From {"name": value} (a marker) or ["name=value", ...] (command line, ini). Raises ValueError with a
+    sentence naming the bad entry."""
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(values, dict):
+        pairs = list(values.items())
+    else:
+        for entry in values:
+            name, sep, value = str(entry).partition("=")
+            if not sep:
+                raise ValueError(f"{source}: expected NAME=VALUE (e.g. max_gpu_idle_fraction=0.2), got {entry!r}")
+            pairs.append((name.strip(), value.strip()))
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name not in NAMES:
+            raise ValueError(f"{source}: unknown budget {name!r}; expected one of {', '.join(NAMES)}")
+        try:
+            number = int(value) if name in _INTEGER else float(value)
+        except (TypeError, ValueError):
+            kind = "a whole number" if name in _INTEGER else "a number"
+            raise ValueError(f"{source}: {name} must be {kind}, got {value!r}") from None
+        if number < 0 or (name == "max_gpu_idle_fraction" and number > 1):
+            raise ValueError(f"{source}: {name} out of range: {value!r}")
+        out[name] = number
+    return TraceBudgets(**out)
+
+
+def _where(host: HostWork | None) -> str:
+    if host is None:
+        return "<host time>:0"
+    if host.where:
+        return host.where
+    if host.region:
+        return f"<region {host.region}>:0"
+    if host.op:
+        return f"<op {host.op}>:0"
+    return "<host time>:0"
+
+
+def budget_findings(diagnosis: Diagnosis, budgets: TraceBudgets, warmup_steps: int = 0) -> list[Finding]:
+    """One finding per step and budget exceeded (steps before `warmup_steps` are not judged)."""
+    out: list[Finding] = []
+    for s in diagnosis.steps:
+        if s.step < warmup_steps:
+            continue
+        limit = budgets.max_gpu_idle_fraction
+        if limit is not None and s.gpu_idle_fraction is not None and s.gpu_idle_fraction > limit:
+            gap = s.gaps[0] if s.gaps else None
+            largest = f"; largest gap {gap.ms:.3f} ms: {gap.host.label()}" if gap else ""
+            out.append(
+                _finding(
+                    "host_overhead",
+                    _where(gap.host if gap else None),
+                    s.step,
+                    gap.host.region if gap else None,
+                    f"GPU idle {s.gpu_idle_fraction:.0%} of step {s.step} ({s.gpu_idle_ms:.3f} ms, budget "
+                    f"{limit:.0%}){largest}",
+                    HOST_HINT,
+                    {"gpu_idle_fraction": s.gpu_idle_fraction, "gpu_idle_ms": s.gpu_idle_ms, "budget": limit},
+                )
+            )
+        limit = budgets.max_cpu_ms_between_denoiser_calls
+        between = s.max_ms_between_denoiser_calls
+        if limit is not None and between is not None and between > limit:
+            host = s.between_calls
+            out.append(
+                _finding(
+                    "host_overhead",
+                    _where(host),
+                    s.step,
+                    host.region if host else None,
+                    f"{between:.3f} ms of host time between two denoiser calls (budget {limit} ms)"
+                    + (f"; longest: {host.label()}" if host else ""),
+                    HOST_HINT,
+                    {"ms_between_denoiser_calls": between, "budget": limit},
+                )
+            )
+        for count, kernels, limit, what, hint in (
+            (
+                s.layout_transforms,
+                s.layout_kernels,
+                budgets.max_layout_transforms_per_step,
+                "layout transform",
+                LAYOUT_HINT,
+            ),
+            (s.copies, s.copy_kernels, budgets.max_copies_per_step, "device copy", COPY_HINT),
+        ):
+            if limit is None or count <= limit:
+                continue
+            top = next(iter(kernels), "")
+            via = top.split(" via ", 1)[1] if " via " in top else "no op"
+            out.append(
+                _finding(
+                    "layout_transform",
+                    f"<op {via}>:0",
+                    s.step,
+                    None,
+                    f"{count} {what} kernel(s) in step {s.step} (budget {limit}): "
+                    + ", ".join(f"{k} ×{n}" for k, n in list(kernels.items())[:4]),
+                    hint,
+                    {"count": count, "budget": limit, "kind": what, "kernels": dict(kernels)},
+                )
+            )
+    return out
+
+
+def _finding(
+    kind: str, where: str, step: int, region: str | None, detail: str, hint: str, data: dict[str, Any]
+) -> Finding:
+    return Finding(
+        kind=kind,
+        where=where,
+        step=step,
+        phase=IN_STEP,
+        region=region or "loop",
+        detail=detail,
+        hint=hint,
+        source="trace",
+        data=data,
+    )

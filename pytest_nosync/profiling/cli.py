@@ -1,0 +1,185 @@
+"""`python -m pytest_nosync profile|diagnose`: profile one call of a target pipeline, or diagnose a trace file.
+
+    python -m pytest_nosync profile --target wan --mode compile --steps 2 --device cuda --out wan.json
+    python -m pytest_nosync diagnose wan.json
+
+`profile` builds the target's pipeline (pytest_nosync.targets.registry: tiny random weights, or --checkpoint),
+makes `--warmup` unprofiled calls (compile mode compiles the denoiser there), then profiles one call under a
+guard that marks its steps and regions, prints the diagnosis and writes the trace. Exit status 1 when a
+`--budget` is exceeded, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+from ..findings import Report
+from .budgets import NAMES as BUDGET_NAMES
+from .budgets import parse_budgets
+from .config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_schedule
+from .diagnose import Diagnosis, diagnose
+from .render import render_diagnosis
+from .trace import Trace
+
+Build = Callable[..., Any]  # build_pipeline(target, device, dtype, checkpoint=None)
+_DTYPES = ("bfloat16", "float16", "float32")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pytest_nosync", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("profile", help="profile one call of a target pipeline and diagnose its trace")
+    p.add_argument("--target", required=True, help="a target of pytest_nosync.targets.registry (e.g. wan)")
+    p.add_argument("--mode", choices=("eager", "compile"), default="eager", help="compile: torch.compile the denoiser")
+    p.add_argument("--backend", default="inductor", help="torch.compile backend in compile mode (default inductor)")
+    p.add_argument("--steps", type=int, default=2, help="denoising steps of the profiled call (default 2)")
+    p.add_argument("--warmup", type=int, default=1, help="unprofiled calls before it (default 1)")
+    p.add_argument("--device", help="default: cuda when available, else cpu")
+    p.add_argument("--dtype", choices=_DTYPES, help="default: bfloat16 on cuda, float32 on cpu")
+    p.add_argument("--checkpoint", help="a local checkpoint directory or cached repo id instead of the tiny build")
+    p.add_argument("--out", help=f"trace file (default {DEFAULT_DIR}/<target>-<mode>.json)")
+    p.add_argument("--gzip", action="store_true", help="write .json.gz")
+    p.add_argument("--record-shapes", action="store_true")
+    p.add_argument("--profile-memory", action="store_true")
+    p.add_argument("--with-stack", action="store_true", help="Python stacks: places in the diagnosis")
+    p.add_argument("--with-flops", action="store_true")
+    p.add_argument("--schedule", metavar="WAIT,WARMUP,ACTIVE", help="record only some steps (torch.profiler schedule)")
+    p.add_argument(
+        "--nsys",
+        action="store_true",
+        help="no torch.profiler: NVTX ranges and cudaProfilerStart/Stop for "
+        "`nsys profile --capture-range=cudaProfilerApi python -m pytest_nosync profile ... --nsys`",
+    )
+    p.add_argument(
+        "--budget", action="append", default=[], metavar="NAME=VALUE", help=f"one of {', '.join(BUDGET_NAMES)}"
+    )
+    p.add_argument("--json", dest="json_out", help="also write the diagnosis as JSON here")
+    d = commands.add_parser("diagnose", help="diagnose a trace file (Chrome JSON from torch.profiler, .gz too)")
+    d.add_argument("trace")
+    d.add_argument("--json", dest="json_out", help="also write the diagnosis as JSON here")
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, *, targets: Mapping[str, Any] | None = None, build: Build | None = None
+) -> int:
+    """The command line. `targets` and `build` default to pytest_nosync.targets.registry's TARGETS and
+    build_pipeline (tests pass stand-ins)."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "diagnose":
+        diagnosis = diagnose(Trace.load(args.trace))
+        print(render_diagnosis(diagnosis))
+        _write_json(args.json_out, diagnosis)
+        return 0
+    try:
+        return profile(args, targets, build)
+    except UsageError as exc:
+        parser.error(str(exc))  # exits with status 2
+    return 2
+
+
+class UsageError(ValueError):
+    pass
+
+
+def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[Mapping[str, Any], Build]:
+    if targets is not None and build is not None:
+        return targets, build
+    try:
+        from ..targets import registry
+    except ImportError as exc:
+        raise UsageError(f"the target registry (pytest_nosync.targets.registry) is not available here: {exc}") from None
+    return targets or registry.TARGETS, build or registry.build_pipeline
+
+
+def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
+    from ..guard import Guard
+    from ..targets.base import CallContext
+
+    targets, build = _registry(targets, build)
+    if args.target not in targets:
+        raise UsageError(f"unknown target {args.target!r}; known: {', '.join(targets)}")
+    if args.steps < 1 or args.warmup < 0:
+        raise UsageError("--steps must be at least 1 and --warmup at least 0")
+    try:
+        budgets = parse_budgets(args.budget, source="--budget")
+        schedule = parse_schedule(args.schedule) if args.schedule else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.nsys and budgets.any:
+        raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
+    target = targets[args.target]
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
+    pipe = build(target, device, dtype, checkpoint=args.checkpoint)
+    if args.mode == "compile":
+        compile_denoiser(pipe, target.denoiser, args.backend)
+
+    def call(**extra: Any) -> Any:
+        kwargs = target.call_kwargs(pipe, CallContext(device, dtype, args.steps))
+        with torch.no_grad():
+            return pipe(**kwargs, **extra)
+
+    for _ in range(args.warmup):
+        call()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+    # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
+    out = args.out or os.path.join(DEFAULT_DIR, f"{args.target}-{args.mode}.json")
+    config = TraceConfig(
+        mode="never" if args.nsys else "always",
+        path=out,
+        gzip=args.gzip,
+        profiler=ProfilerOptions(args.record_shapes, args.profile_memory, args.with_stack, args.with_flops, schedule),
+        nsys=args.nsys,
+        budgets=budgets,
+    )
+    guard = Guard(
+        pipe, checks=(), denoiser=target.denoiser, trace=config, name=f"{args.target}-{args.mode}", warmup_steps=0
+    )
+    with guard:
+        call(callback_on_step_end=guard.callback_on_step_end)
+    guard.report.check, guard.report.target = "trace", args.target
+    return _summarise(guard.report, args)
+
+
+def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:
+    """Replace the denoiser by its torch.compile'd wrapper. The guard's hooks then sit on the wrapper, outside
+    the compiled region, and add no graph break."""
+    setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser), backend=backend))
+
+
+def _summarise(report: Report, args: argparse.Namespace) -> int:
+    from ..render import render_report
+
+    diagnosis = report.metrics.get("diagnosis")
+    if diagnosis:
+        print(render_diagnosis(Diagnosis.from_dict(diagnosis)))
+        _write_json(args.json_out, Diagnosis.from_dict(diagnosis))
+    if report.artifacts.get("trace"):
+        print(f"trace: {report.artifacts['trace']} (open it in Perfetto)")
+    if args.nsys:
+        print(
+            "nsys mode: NVTX ranges per step and region; cudaProfilerStart at the first captured step, "
+            "cudaProfilerStop after the last (--schedule) or at the call's end: run this command under "
+            "`nsys profile --capture-range=cudaProfilerApi`"
+        )
+    if report.passed is False:  # a budget: the findings, without the diagnosis printed above
+        print(render_report(replace(report, metrics={}, artifacts={})), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _write_json(path: str | None, diagnosis: Diagnosis) -> None:
+    if path:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(diagnosis.to_dict(), fh, indent=1)

@@ -1,0 +1,108 @@
+"""Trace files: one per test id, in a directory, as Chrome JSON that Perfetto opens (optionally gzipped).
+
+The nosync ranges (steps, regions) go on a track of their own in the written file. On the host thread they
+would overlap Python functions without nesting in them (a step opens in the denoiser's forward pre-hook and
+closes in the step-end callback), and Perfetto drops such slices (the JSON format requires nesting per
+thread). The range keeps the thread it ran on in its args, so Trace reads it back in place.
+"""
+
+from __future__ import annotations
+
+import gzip as gzip_module
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .trace import HOST_TID_ARG, REGION_PREFIX
+
+NOSYNC_TRACK = "nosync steps and regions"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_MAX_NAME = 120
+_written: set[str] = set()  # files this process wrote: a second block of the same test gets its own
+
+
+def file_stem(test_id: str) -> str:
+    """A file name for a test id: `tests/test_x.py::test_y[a-1]` → `tests_test_x.py__test_y_a-1`."""
+    stem = _UNSAFE.sub("_", test_id.replace("::", "__")).strip("._") or "nosync"
+    if len(stem) > _MAX_NAME:  # long parametrised ids: keep the start, make the end unique
+        stem = stem[: _MAX_NAME - 9] + "-" + hashlib.sha1(test_id.encode()).hexdigest()[:8]
+    return stem
+
+
+def trace_path(directory: str, test_id: str, gzip: bool = False) -> str:
+    """The file of `test_id`'s trace in `directory`; a later block of the same test in this process gets
+    `-2`, `-3`, ... (a file left by an earlier run is overwritten)."""
+    suffix = ".json.gz" if gzip else ".json"
+    stem = os.path.join(directory, file_stem(test_id))
+    path, n = stem + suffix, 1
+    while os.path.abspath(path) in _written:
+        n += 1
+        path = f"{stem}-{n}{suffix}"
+    _written.add(os.path.abspath(path))
+    return path
+
+
+def check_directory(directory: str) -> None:
+    """Raise OSError with a sentence if traces cannot be written in `directory`. Creates nothing: the
+    directory is made when a trace is kept, so runs that keep none leave no empty directory behind."""
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise OSError(f"{directory} is a file, not a directory")
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise OSError(f"{existing} is a file, so {directory} cannot be created")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OSError(f"{existing} is not writable")
+
+
+def load_raw(path: str) -> dict[str, Any]:
+    opener = gzip_module.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    return doc if isinstance(doc, dict) else {"traceEvents": doc}
+
+
+def for_perfetto(doc: dict[str, Any]) -> dict[str, Any]:
+    """Move the nosync ranges of each process to a track of their own (see the module doc)."""
+    events = doc.get("traceEvents", [])
+    tracks: dict[Any, int] = {}
+    for event in events:
+        # host ranges only: kineto's projections of them onto the GPU streams (gpu_user_annotation) stay put
+        host_range = event.get("cat") == "user_annotation" and event.get("ph") == "X"
+        if host_range and str(event.get("name", "")).startswith(REGION_PREFIX):
+            pid = event.get("pid")
+            if pid not in tracks:
+                tracks[pid] = _track_id(events, pid)
+            event.setdefault("args", {})[HOST_TID_ARG] = event.get("tid")
+            event["tid"] = tracks[pid]
+    for pid, tid in tracks.items():
+        events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": NOSYNC_TRACK}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": -1}})
+    return doc
+
+
+def _track_id(events: list[dict[str, Any]], pid: Any) -> int:
+    used = {e.get("tid") for e in events if e.get("pid") == pid}
+    tid = 1
+    while tid in used:
+        tid += 1
+    return tid
+
+
+def write(doc: dict[str, Any], path: str, gzip: bool | None = None) -> str:
+    """Write the trace (gzip when `gzip`, or when the name ends in .gz) through a temporary file."""
+    gzip = path.endswith(".gz") if gzip is None else gzip
+    if gzip and not path.endswith(".gz"):
+        path += ".gz"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    opener = gzip_module.open if gzip else open
+    with opener(tmp, "wt", encoding="utf-8") as fh:
+        json.dump(doc, fh)
+    os.replace(tmp, path)
+    return path

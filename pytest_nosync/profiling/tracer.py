@@ -1,0 +1,235 @@
+"""The tracer: a Detector that profiles the guarded block, names its steps and regions in the trace, keeps the
+trace file when asked, and turns the trace's figures into a diagnosis and budget findings.
+
+- profiler mode (TraceConfig.profiles): torch.profiler over the block; `nosync::step<N>` and
+  `nosync::region::<name>` ranges (record_function) from the guard's step and region events; the profiler
+  steps at each step's end (its schedule counts denoising steps).
+- nsys mode (TraceConfig.nsys): no torch.profiler; NVTX ranges of the same names and cudaProfilerStart/Stop
+  around the captured steps (profiling.ranges.CaptureWindow).
+
+Keeping (mode "always", or "on-failure" and the guard's report failed) exports the trace, moves the nosync
+ranges to their own track (profiling.export) and writes `Report.artifacts["trace"]`; the diagnosis goes to
+`Report.metrics["diagnosis"]`. A passing block in "on-failure" mode is discarded without exporting, or handed
+to `TraceConfig.defer` (the plugin keeps it if the test fails after the block). Budgets (TraceConfig.budgets)
+read the trace in every mode.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..detectors.base import Detector
+from ..findings import Finding, Report
+from . import export
+from .budgets import budget_findings
+from .config import TraceConfig
+from .diagnose import Diagnosis, diagnose
+from .ranges import CaptureWindow, NvtxRanges, ProfilerRanges
+from .session import ProfilerBusy, ProfilerSession
+from .trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
+
+if TYPE_CHECKING:
+    from ..guard import Guard
+
+
+class TraceDetector(Detector):
+    name = "trace"
+
+    def __init__(self, config: TraceConfig, *, cudart: Any = None, nvtx: Any = None) -> None:
+        self.config = config
+        self.options = config.profiler
+        self._cudart = cudart
+        self._nvtx = nvtx
+        self.session: ProfilerSession | None = None
+        self.ranges: ProfilerRanges | None = None
+        self.nvtx: NvtxRanges | None = None
+        self.window: CaptureWindow | None = None
+        self.skipped: str | None = None
+        self._doc: dict[str, Any] | None = None
+        self.trace: Trace | None = None
+        self.diagnosis: Diagnosis | None = None
+        self.path: str | None = None
+        self._decided = False
+
+    def share_with(self, detector: Detector) -> None:
+        """Let another profiler-based detector read this trace instead of running a second profiler (two cannot
+        record at once); it needs Python stacks."""
+        self.options = replace(self.options, with_stack=True)
+        detector.use_trace_from(self)
+
+    # ---- arm / steps / regions / disarm --------------------------------------------------------------
+    def arm(self, guard: Guard) -> None:
+        super().arm(guard)
+        if self.config.nsys:
+            if self._cudart is None and not torch.cuda.is_available():
+                raise RuntimeError("nsys mode needs a CUDA device: NVTX ranges and cudaProfilerStart/Stop")
+            first, last = 0, None
+            if self.options.schedule is not None:
+                wait, warmup, active = self.options.schedule
+                first, last = wait + warmup, wait + warmup + active - 1
+            self.nvtx = NvtxRanges(self._nvtx)
+            self.window = CaptureWindow(first, last, self._cudart)
+        if self.config.profiles:
+            session = ProfilerSession(self.options)
+            try:
+                session.start()
+            except ProfilerBusy as exc:
+                self.skipped = str(exc)
+                return
+            self.session = session
+            self.ranges = ProfilerRanges()
+
+    def _push(self, name: str) -> None:
+        if self.ranges is not None:
+            self.ranges.push(name)
+        if self.nvtx is not None:
+            self.nvtx.push(name)
+
+    def _pop(self, name: str) -> None:
+        if self.ranges is not None:
+            self.ranges.pop(name)
+        if self.nvtx is not None:
+            self.nvtx.pop(name)
+
+    def on_step_begin(self, step: int) -> None:
+        if self.window is not None:
+            self.window.on_step_begin(step)
+        self._push(f"{STEP_PREFIX}{step}")
+
+    def on_step_end(self, step: int) -> None:
+        self._pop(f"{STEP_PREFIX}{step}")
+        if self.window is not None:
+            self.window.on_step_end(step)
+        if self.session is not None:
+            with self.guard.unobserved():  # a schedule's last active step stops the profiler: it synchronizes
+                self.session.step()
+
+    def on_region(self, name: str, entering: bool) -> None:
+        (self._push if entering else self._pop)(f"{REGION_RANGE_PREFIX}{name}")
+
+    def disarm(self) -> None:
+        errors: list[BaseException] = []
+        for close in (
+            self.ranges.close_all if self.ranges else None,
+            self.nvtx.close_all if self.nvtx else None,
+            self.window.close if self.window else None,
+            self.session.stop if self.session else None,
+        ):
+            if close is None:
+                continue
+            try:
+                with self.guard.unobserved():
+                    close()
+            except Exception as exc:  # close the rest before reporting
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+    # ---- reading the trace ---------------------------------------------------------------------------
+    def load_trace(self) -> Trace | None:
+        """Export the recorded events once and read them (None when nothing was recorded)."""
+        if self.trace is not None or self.session is None or not self.session.recorded:
+            return self.trace
+        fd, raw = tempfile.mkstemp(prefix="nosync-", suffix=".json")
+        os.close(fd)
+        try:
+            self.session.export(raw)
+            self._doc = export.load_raw(raw)
+        finally:
+            os.remove(raw)
+        self.session.release()
+        self.trace = Trace(self._doc.get("traceEvents", []))
+        return self.trace
+
+    def _diagnose(self) -> Diagnosis | None:
+        if self.diagnosis is None:
+            trace = self.load_trace()
+            if trace is not None:
+                self.diagnosis = diagnose(trace)
+        return self.diagnosis
+
+    def findings(self) -> list[Finding]:
+        if not self.config.budgets.any:
+            return []
+        diagnosis = self._diagnose()
+        return budget_findings(diagnosis, self.config.budgets, self.guard.warmup_steps) if diagnosis else []
+
+    # ---- keeping -------------------------------------------------------------------------------------
+    def _decide(self) -> None:
+        """After the guard judged its findings: keep, discard, or leave the decision to `config.defer`."""
+        if self._decided:
+            return
+        self._decided = True
+        if self.session is None:
+            return
+        if not self.session.recorded:
+            self.skipped = "nothing recorded: the block ended before the schedule's active steps"
+            return
+        report = self.guard.report
+        if self.config.mode == "always" or (self.config.mode == "on-failure" and report.passed is False):
+            self.keep()
+        elif self.config.mode == "on-failure" and self.config.defer is not None:
+            self.config.defer(PendingTrace(self, report))
+        else:
+            self.discard()
+
+    def keep(self) -> str | None:
+        """Write the trace file (once) and diagnose it; returns the path."""
+        if self.path is None and self.load_trace() is not None and self._doc is not None:
+            self._diagnose()
+            target = self.config.path or export.trace_path(
+                self.config.directory, self.guard.name or "nosync", self.config.gzip
+            )
+            self.path = export.write(export.for_perfetto(self._doc), target, self.config.gzip or None)
+            self._doc = None
+        return self.path
+
+    def discard(self) -> None:
+        self._doc = None
+        if self.session is not None:
+            self.session.release()
+
+    def metrics(self) -> dict[str, Any]:
+        self._decide()
+        out: dict[str, Any] = {}
+        if self.session is not None:  # timings of this block (step_ms, ...) were taken under the profiler
+            out["profiled"] = True
+        if self.diagnosis is not None:
+            out["diagnosis"] = self.diagnosis.to_dict()
+        if self.skipped:
+            out["trace_skipped"] = self.skipped
+        return out
+
+    def artifacts(self) -> dict[str, str]:
+        self._decide()
+        return {"trace": self.path} if self.path else {}
+
+
+class PendingTrace:
+    """A passing block's trace whose fate the caller decides later (the plugin, once the test has run)."""
+
+    def __init__(self, tracer: TraceDetector, report: Report) -> None:
+        self.tracer: TraceDetector | None = tracer
+        self.report = report
+
+    def keep(self) -> str | None:
+        """Write it, and add its path and diagnosis to the report."""
+        tracer, self.tracer = self.tracer, None
+        if tracer is None:
+            return self.report.artifacts.get("trace")
+        path = tracer.keep()
+        if path:
+            self.report.artifacts["trace"] = path
+        if tracer.diagnosis is not None:
+            self.report.metrics["diagnosis"] = tracer.diagnosis.to_dict()
+        return path
+
+    def discard(self) -> None:
+        tracer, self.tracer = self.tracer, None
+        if tracer is not None:
+            tracer.discard()

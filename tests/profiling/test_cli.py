@@ -1,0 +1,118 @@
+"""`python -m pytest_nosync profile|diagnose` on the CPU, with the stand-in pipeline as the target."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_nosync.profiling.cli import main
+from pytest_nosync.profiling.trace import Trace
+from pytest_nosync.targets.base import CallContext, Target
+
+from .tiny_pipeline import TinyPipeline
+
+DATA = Path(__file__).parent / "data"
+
+
+def _call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
+    return {"prompt": "a cat", "num_inference_steps": ctx.steps}
+
+
+TINY = Target(
+    name="tiny",
+    pipeline_class="TinyPipeline",
+    checkpoint="",
+    build_components=dict,
+    call_kwargs=_call_kwargs,
+    text_encoding="a zero embedding",
+)
+BUILT: list[TinyPipeline] = []
+
+
+def _build(target: Target, device: torch.device, dtype: torch.dtype, checkpoint: str | None = None) -> TinyPipeline:
+    pipe = TinyPipeline(str(device), dtype)
+    pipe.scheduler.stall = {1: 0.02}
+    BUILT.append(pipe)
+    return pipe
+
+
+def _main(*argv: str) -> int:
+    return main(list(argv), targets={"tiny": TINY}, build=_build)
+
+
+def test_profile_eager_writes_the_trace_and_prints_the_diagnosis(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "tiny.json"
+    assert _main("profile", "--target", "tiny", "--steps", "3", "--out", str(out), "--with-stack") == 0
+    text = capsys.readouterr().out
+    assert "trace diagnosis: 3 step(s), CPU only" in text
+    assert "<built-in function sleep> in slow_host_work()" in text
+    assert f"trace: {out} (open it in Perfetto)" in text
+    trace = Trace.load(str(out))
+    assert [s[2] for s in trace.step_ranges()] == [0, 1, 2]
+    assert BUILT[-1].scheduler.calls == 3  # the profiled call (after one warm-up call)
+
+
+def test_profile_compile_mode_compiles_the_denoiser(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "tiny-compile.json.gz"
+    rc = _main("profile", "--target", "tiny", "--mode", "compile", "--backend", "eager", "--out", str(out))
+    assert rc == 0
+    assert isinstance(BUILT[-1].transformer, torch._dynamo.eval_frame.OptimizedModule)
+    trace = Trace.load(str(out))
+    assert any(e.name.startswith("Torch-Compiled Region") for e in trace.of("cpu_op"))
+    regions = [r.name for r in trace.region_ranges()]
+    assert regions.count("nosync::region::transformer_forward") == 2  # hooks on the wrapper still fire
+    assert "trace diagnosis: 2 step(s)" in capsys.readouterr().out
+
+
+def test_budget_exceeded_exits_1_with_the_finding(tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "t.json"
+    argv = ("profile", "--target", "tiny", "--steps", "3", "--out", str(out), "--with-stack")
+    assert _main(*argv, "--budget", "max_cpu_ms_between_denoiser_calls=10", "--json", str(tmp_path / "d.json")) == 1
+    err = capsys.readouterr().err
+    assert "host_overhead tests/profiling/tiny_pipeline.py:22  — step 1 ×1  [scheduler_step]" in err
+    assert json.loads((tmp_path / "d.json").read_text())["steps"][1]["max_ms_between_denoiser_calls"] > 10
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("profile", "--target", "flux"), "unknown target 'flux'; known: tiny"),
+        (("profile", "--target", "tiny", "--budget", "nope=1"), "unknown budget 'nope'"),
+        (("profile", "--target", "tiny", "--schedule", "1"), "expected WAIT,WARMUP,ACTIVE"),
+    ],
+)
+def test_usage_errors(argv: tuple[str, ...], message: str, capsys: Any) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        _main(*argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_diagnose_a_trace_file_with_python_dash_m(tmp_path: Path) -> None:
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    argv = [sys.executable, "-m", "pytest_nosync", "diagnose", str(DATA / "gpu_eager.json")]
+    done = subprocess.run([*argv, "--json", str(tmp_path / "d.json")], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "trace diagnosis: 3 step(s), GPU activity recorded" in done.stdout and "dtoh_sync" in done.stdout
+    assert json.loads((tmp_path / "d.json").read_text())["syncs"][0]["where"] == "pipe.py:60"
+
+
+def test_real_targets_when_the_registry_is_there(tmp_path: Path, capsys: Any) -> None:
+    registry = pytest.importorskip("pytest_nosync.targets.registry", reason="the target registry is not merged yet")
+    if "wan" not in registry.TARGETS or registry.missing_classes(registry.TARGETS["wan"]):
+        pytest.skip("no wan target in this diffusers")
+    out = tmp_path / "wan.json"
+    assert (
+        main(["profile", "--target", "wan", "--steps", "2", "--warmup", "0", "--device", "cpu", "--out", str(out)]) == 0
+    )
+    regions = {r.name for r in Trace.load(str(out)).region_ranges()}
+    assert {"nosync::region::transformer_forward", "nosync::region::scheduler_step"} <= regions
+    assert "trace diagnosis: 2 step(s)" in capsys.readouterr().out

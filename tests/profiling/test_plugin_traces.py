@@ -1,0 +1,183 @@
+"""Trace export through the plugin, in real pytest sessions: modes, files per test id, the JSON report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = """
+import pytest
+import torch
+from tiny_pipeline import TinyPipeline
+
+
+def run(nosync, steps=2, stall=None):
+    pipe = TinyPipeline()
+    pipe.scheduler.stall = stall or {}
+    with torch.no_grad(), nosync.guard(pipe) as g:
+        pipe(num_inference_steps=steps, callback_on_step_end=g.callback_on_step_end)
+
+
+@pytest.mark.nosync(checks=["host_overhead"])
+def test_passes(nosync):
+    run(nosync)
+
+
+@pytest.mark.nosync(checks=["host_overhead"])
+@pytest.mark.parametrize("size", [1])
+def test_fails_after_the_block(nosync, size):
+    run(nosync)
+    assert size == 2, "an assertion after the guarded block"
+
+
+@pytest.mark.nosync(checks=["host_overhead"], trace_budgets={"max_cpu_ms_between_denoiser_calls": 5})
+def test_over_budget(nosync):
+    run(nosync, steps=3, stall={1: 0.03})
+
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(tiny_pipeline=(Path(__file__).parent / "tiny_pipeline.py").read_text())
+    pytester.makepyfile(test_pipe=TESTS)
+    pytester.syspathinsert()
+    return pytester
+
+
+def _report(path: Path) -> dict[str, dict]:
+    doc = json.loads(path.read_text())
+    return {t["test_id"].split("::")[-1]: t for t in doc["tests"]}
+
+
+def test_always_writes_one_file_per_test_and_lists_it(project: pytest.Pytester) -> None:
+    result = project.runpytest("--nosync", "--nosync-trace=always", "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=2)
+    traces = project.path / "nosync-traces"
+    names = sorted(p.name for p in traces.iterdir())
+    assert names == [
+        "test_pipe.py__test_fails_after_the_block_1.json",
+        "test_pipe.py__test_over_budget.json",
+        "test_pipe.py__test_passes.json",
+    ]
+    tests = _report(project.path / "report.json")
+    for name, test in tests.items():
+        assert Path(test["artifacts"]["trace"]).name in names, name
+        assert test["metrics"]["diagnosis"]["steps"]
+    assert "test_plain" not in tests
+
+
+def test_gzip_when_asked(project: pytest.Pytester) -> None:
+    project.runpytest("--nosync", "--nosync-trace=always", "--nosync-trace-gzip", "-k", "passes")
+    assert [p.name for p in (project.path / "nosync-traces").iterdir()] == ["test_pipe.py__test_passes.json.gz"]
+
+
+def test_on_failure_keeps_failing_tests_only(project: pytest.Pytester) -> None:
+    args = ("--nosync", "--nosync-report=report.json", "--nosync-trace-dir=out/traces", "--nosync-trace-stack")
+    result = project.runpytest(*args)
+    result.assert_outcomes(passed=2, failed=2)
+    names = sorted(p.name for p in (project.path / "out" / "traces").iterdir())
+    assert names == ["test_pipe.py__test_fails_after_the_block_1.json", "test_pipe.py__test_over_budget.json"]
+    tests = _report(project.path / "report.json")
+    assert tests["test_passes"]["artifacts"] == {} and "diagnosis" not in tests["test_passes"]["metrics"]
+    # a test that fails after its guarded block still gets the block's trace and diagnosis
+    assert tests["test_fails_after_the_block[1]"]["artifacts"]["trace"].endswith("block_1.json")
+    assert tests["test_fails_after_the_block[1]"]["metrics"]["diagnosis"]["steps"]
+    over = tests["test_over_budget"]
+    (finding,) = [f for f in over["findings"] if f["status"] == "fail"]
+    assert (finding["kind"], finding["step"], finding["region"]) == ("host_overhead", 1, "scheduler_step")
+    assert finding["where"].endswith("tiny_pipeline.py:22")
+    result.stdout.fnmatch_lines(
+        [
+            "*host_overhead*tiny_pipeline.py:22*step 1*",
+            "*of host time between two denoiser calls (budget 5.0 ms)*",
+            "trace: *test_over_budget.json (open it in Perfetto)",
+            "trace diagnosis: 3 step(s), CPU only",
+            "*host hotspots (self time):*",
+            "*step 1: * <built-in function sleep> in slow_host_work() at *tiny_pipeline.py:22 [[]scheduler_step]",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*- nosync trace -*", "trace: *test_fails_after_the_block_1.json*"])
+
+
+def test_without_stacks_the_region_is_the_place(project: pytest.Pytester) -> None:
+    result = project.runpytest("--nosync", "-k", "budget")
+    result.stdout.fnmatch_lines(
+        [
+            "*host_overhead <region scheduler_step>:0  — step 1 ×1*",
+            "*of host time between two denoiser calls (budget 5.0 ms); longest: [[]scheduler_step]",
+            "*note: no Python stacks recorded*",
+        ]
+    )
+
+
+def test_never_writes_nothing(project: pytest.Pytester) -> None:
+    result = project.runpytest("--nosync", "--nosync-trace=never", "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=2)  # the budget still reads a trace; it is not kept
+    assert not (project.path / "nosync-traces").exists()
+    assert all(t["artifacts"] == {} for t in _report(project.path / "report.json").values())
+
+
+def test_budgets_from_the_command_line(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--nosync", "--nosync-trace=never", "--nosync-trace-budget=max_cpu_ms_between_denoiser_calls=1000", "-k", "pass"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def test_unwritable_trace_dir_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    (pytester.path / "afile").write_text("")
+    result = pytester.runpytest("--nosync", "--nosync-trace-dir=afile/traces")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--nosync-trace-dir: cannot write traces to afile/traces: afile is a file*"])
+    assert pytester.runpytest("--nosync", "--nosync-trace=never", "--nosync-trace-dir=afile/traces").ret == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--nosync-trace=sometimes"], "*--nosync-trace must be one of always, on-failure, never*"),
+        (["--nosync-trace-schedule=1,2"], "*--nosync-trace-schedule: expected WAIT,WARMUP,ACTIVE*"),
+        (["--nosync-trace-budget=max_idle=1"], "*unknown budget 'max_idle'*"),
+        (["--nosync-nsys", "--nosync-trace=always"], "*exclude each other*"),
+    ],
+)
+def test_bad_trace_options_are_usage_errors(pytester: pytest.Pytester, options: list[str], message: str) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("--nosync", *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_nsys_needs_cuda(pytester: pytest.Pytester) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("--nosync", "--nosync-nsys")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--nosync-nsys needs a CUDA device*"])
+
+
+def test_bad_marker_budget_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.nosync(trace_budgets={"max_gpu_idle_fraction": 3})
+        def test_x():
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*trace_budgets*max_gpu_idle_fraction out of range*"])
