@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
+import sys
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -134,7 +136,8 @@ def entries_from(reports: Iterable[Report], diffusers_version: str | None) -> li
         for f in r.findings:
             if f.status not in (STATUS_FAIL, STATUS_KNOWN):
                 continue
-            key = (r.target or "*", r.check or "*", f.kind, f.where)
+            # Without a target the test itself is the scope (a user's own guarded test).
+            key = (r.target or r.test_id, r.check or "*", f.kind, f.where)
             if key in seen:
                 continue
             seen[key] = Entry(
@@ -151,9 +154,13 @@ def entries_from(reports: Iterable[Report], diffusers_version: str | None) -> li
 
 
 def _portable(where: str) -> str:
-    """A where pattern that holds on another machine: from the package directory on."""
+    """A where pattern that holds on another machine: the path from its import root (a sys.path entry)."""
     filename, _, line = where.rpartition(":")
-    for marker in ("/site-packages/", "/src/"):
+    roots = sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True)
+    for root in roots:
+        if filename.startswith(root.rstrip(os.sep) + os.sep):
+            return "*/" + os.path.relpath(filename, root) + ":" + line
+    for marker in ("/site-packages/", "/dist-packages/"):  # a path from another machine's environment
         if marker in filename:
             return "*/" + filename.split(marker, 1)[1] + ":" + line
     return where

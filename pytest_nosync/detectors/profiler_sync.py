@@ -94,7 +94,10 @@ class ProfilerSyncDetector(Detector):
     def reconcile(self, findings: list[Finding]) -> list[Finding]:
         result = list(findings)
         for sync, phase, step in self.syncs:
-            match = next((i for i, f in enumerate(result) if _same_sync(f, sync, phase, step)), None)
+            # Prefer a finding no profiler event confirmed yet: one line can hold two syncs.
+            candidates = [i for i, f in enumerate(result) if _same_sync(f, sync, phase, step)]
+            unconfirmed = [i for i in candidates if "profiler" not in result[i].source]
+            match = (unconfirmed or candidates or [None])[0]
             if match is not None:
                 found = result[match]
                 # The copy direction is known here; the expression text only guessed it.

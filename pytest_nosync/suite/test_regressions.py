@@ -23,9 +23,9 @@ def _report(report, check: str, target: str = ""):
 def test_unipc_steps_are_sync_free(config, nosync_call_context, nosync_guard_options, nosync) -> None:
     """UniPC after set_begin_index: no sync in any step, in every configuration people use."""
     pytest.importorskip("diffusers")
-    options = nosync_guard_options("regression:unipc")
+    options = nosync_guard_options("regression:unipc", "UniPCMultistepScheduler")
     report = regressions.unipc_case(config, nosync_call_context.device, **options)
-    nosync.add_report(_report(report, "regression:unipc"))
+    nosync.add_report(_report(report, "regression:unipc", "UniPCMultistepScheduler"))
 
 
 @pytest.mark.parametrize("scheduler", ["FlowMatchEulerDiscreteScheduler", "UniPCMultistepScheduler"])
@@ -76,8 +76,12 @@ def test_cache_context_does_not_walk_the_tree(
         report = regressions.cache_context_case(
             nosync_pipeline, call_kwargs, 3, config, denoiser=nosync_target.denoiser, **options
         )
-    except ValueError as exc:  # a cache technique the model does not support
-        pytest.skip(f"{cache} on {nosync_target.name}: {exc}")
+    except (ValueError, TypeError) as exc:
+        if config is None:
+            raise
+        # The cache technique itself does not run on this model in this diffusers (e.g. a block registry
+        # missing, or its hook failing on the block's outputs): nothing to measure, and not this case's bug.
+        pytest.skip(f"{cache} does not run on {nosync_target.name} in diffusers {diffusers.__version__}: {exc}")
     report.metrics["cache_context_cost"] = regressions.cache_context_cost(denoiser)
     nosync.add_report(_report(report, "regression:cache_context", nosync_target.name))
 
