@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,6 +174,18 @@ def _value(config: pytest.Config, name: str) -> Any:
     return value if value != "" else None
 
 
+def _ini_relative(config: pytest.Config, name: str) -> str | None:
+    """A path option: from the command line as given, from the ini file relative to that file."""
+    given = config.getoption(name)
+    if given:
+        return given
+    value = config.getini(name) or None
+    if value and not os.path.isabs(value):
+        base = config.inipath.parent if config.inipath else config.rootpath
+        value = str(base / value)
+    return value
+
+
 def read(config: pytest.Config) -> Settings:
     """Read and validate the options; bad values are usage errors naming the option."""
     mode = _value(config, "nosync_mode")
@@ -208,7 +221,7 @@ def read(config: pytest.Config) -> Settings:
         dtype=_DTYPES[dtype] if dtype else None,
         device=_value(config, "nosync_device"),
         checkpoints=checkpoints,
-        baseline=_value(config, "nosync_baseline"),
+        baseline=_ini_relative(config, "nosync_baseline"),
         baseline_write=_value(config, "nosync_baseline_write"),
     )
 
