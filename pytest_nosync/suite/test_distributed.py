@@ -1,0 +1,45 @@
+"""Context parallelism over 2 GPUs: the collectives of a sharded denoiser add no host sync inside a step.
+
+Needs 2 GPUs visible to this process: run it without -n (an xdist worker sees one GPU) on a 2+ GPU runner.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from pytest_nosync import distributed, regressions
+
+pytestmark = pytest.mark.gpu
+WORLD = 2
+
+
+@pytest.mark.parametrize("mode", ["ulysses", "ring"])
+@pytest.mark.parametrize("nosync_target", ["flux", "wan"], indirect=True)
+def test_context_parallel_adds_no_sync_in_a_step(
+    mode, nosync_target, nosync_guard_options, nosync, tmp_path, request
+) -> None:
+    if not torch.cuda.is_available() or torch.cuda.device_count() < WORLD:
+        pytest.skip(f"needs {WORLD} GPUs visible to this process (run it without -n, on a runner with {WORLD}+)")
+    reason = distributed.context_parallel_unavailable()
+    if reason:
+        pytest.skip(reason)
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
+        "-m", "pytest_nosync.distributed", "--target", nosync_target.name, "--mode", mode, "--out", str(tmp_path),
+        "--steps", str(request.config.getoption("nosync_steps") or 2),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    missing = [r for r in range(WORLD) if not (tmp_path / distributed.RANK_REPORT.format(rank=r)).exists()]
+    if missing:
+        pytest.fail(f"ranks {missing} wrote no report (exit {done.returncode}):\n{done.stderr[-3000:]}", pytrace=False)
+    check = f"context_parallel:{mode}{WORLD}"
+    options = nosync_guard_options(check, nosync_target.name)
+    for report in distributed.read_reports(tmp_path, WORLD):
+        judged = regressions.rejudge(report, options["policy"], options["known"])
+        judged.check, judged.target = check, nosync_target.name
+        nosync.add_report(judged)
