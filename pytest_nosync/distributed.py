@@ -56,7 +56,9 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
         pipe = build_pipeline(target, device, dtype)
         denoiser = getattr(pipe, target.denoiser)
         config = ContextParallelConfig(**{f"{mode}_degree": degree})
-        denoiser.set_attention_backend("native")
+        # Ring attention merges partial results by their log-sum-exp, which diffusers' plain native backend does
+        # not return; its cuDNN SDPA backend does.
+        denoiser.set_attention_backend("native" if mode == "ulysses" else "_native_cudnn")
         denoiser.enable_parallelism(config=config)
 
         def call(guard: Guard | None = None) -> Any:

@@ -61,7 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(NosyncSession(config, opts), "nosync-session")
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer (the CPU count)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return multi_gpu.auto_workers(config)
 

@@ -36,7 +36,10 @@ def test_context_parallel_adds_no_sync_in_a_step(
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     missing = [r for r in range(WORLD) if not (tmp_path / distributed.RANK_REPORT.format(rank=r)).exists()]
     if missing:
-        pytest.fail(f"ranks {missing} wrote no report (exit {done.returncode}):\n{done.stderr[-3000:]}", pytrace=False)
+        # torchrun prefixes each rank's own output with [rankN]: keep those, they hold the real error.
+        rank_lines = [line for line in done.stderr.splitlines() if line.startswith("[rank")]
+        detail = "\n".join(rank_lines[-40:]) or done.stderr[-3000:]
+        pytest.fail(f"ranks {missing} wrote no report (exit {done.returncode}):\n{detail}", pytrace=False)
     check = f"context_parallel:{mode}{WORLD}"
     options = nosync_guard_options(check, nosync_target.name)
     for report in distributed.read_reports(tmp_path, WORLD):
