@@ -173,8 +173,10 @@ class NosyncSession:
                     pending.discard()
             item.stash[PENDING_TRACES] = []
             root = str(self.config.rootpath)
+            known = item.config.stash.get(BASELINE, None)
             for r in item.stash.get(ITEM_REPORTS, []):
                 r.test_id = item.nodeid
+                r.metrics.setdefault("baseline", known.path if known is not None else None)
                 report.user_properties.append(("nosync", r.to_dict()))
                 if r.findings and r.passed:
                     report.sections.append((f"nosync {r.check}", render.render_report(r, root)))
