@@ -15,6 +15,7 @@ import pytest
 
 GPU_LIST_KEY = "nosync_gpus"
 WORKER_GPU_KEY = "nosync_gpu"
+BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
 
 
 def visible_gpus() -> list[str]:

@@ -50,9 +50,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 run_report.check_writable(path)
             except OSError as exc:
                 raise pytest.UsageError(str(exc)) from None
-    if opts.baseline:
+    # An xdist worker takes the baseline the controller resolved, whatever its own ini lookup finds.
+    baseline_path = getattr(config, "workerinput", {}).get(multi_gpu.BASELINE_KEY) or opts.baseline
+    if baseline_path:
         try:
-            config.stash[BASELINE] = baseline.Baseline.load(opts.baseline)
+            config.stash[BASELINE] = baseline.Baseline.load(baseline_path)
         except baseline.BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
     if controller and config.pluginmanager.hasplugin("xdist"):
@@ -69,6 +71,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     multi_gpu.assign_gpu(node)
+    known = node.config.stash.get(BASELINE, None)
+    if known is not None:
+        node.workerinput[multi_gpu.BASELINE_KEY] = os.path.abspath(known.path)
 
 
 def _check_trace_options(trace: TraceConfig) -> None:

@@ -107,3 +107,32 @@ def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) 
     pytester.makepyfile(GUARDED)
     result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=12, failed=4)
+
+
+BASELINED = """
+from pytest_nosync.findings import Finding, Report
+from pytest_nosync.policy import Policy, judge
+from pytest_nosync.fixtures import known_matcher
+import pytest
+
+@pytest.mark.parametrize("i", range(4))
+def test_known(i, nosync, request):
+    known = known_matcher(request.config, request.node.nodeid, "demo", "syncs")
+    findings, passed = judge([Finding("dtoh_sync", "/x/site-packages/lib/a.py:3", step=1)], Policy(), known)
+    nosync.add_report(Report(findings=findings, check="syncs", target="demo", passed=passed))
+"""
+
+
+def test_workers_use_the_controllers_baseline(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makepyfile(BASELINED)
+    (pytester.path / "base.json").write_text(
+        '{"schema": "pytest-nosync-baseline/1", "entries": [{"where": "*/lib/a.py:3", "reason": "accepted"}]}'
+    )
+    out = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--nosync", "-n", "2", "--nosync-baseline=base.json", f"--nosync-report={out}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=4)
+    doc = json.loads(out.read_text())
+    assert {t["metrics"]["baseline"] for t in doc["tests"]} == {str(pytester.path / "base.json")}
