@@ -65,6 +65,9 @@ def _parser() -> argparse.ArgumentParser:
     d = commands.add_parser("diagnose", help="diagnose a trace file (Chrome JSON from torch.profiler, .gz too)")
     d.add_argument("trace")
     d.add_argument("--json", dest="json_out", help="also write the diagnosis as JSON here")
+    c = commands.add_parser("compare", help="compare two --nosync-report files (e.g. a GPU run and an emulated one)")
+    c.add_argument("reference", help="the reference run's report (e.g. the GPU's)")
+    c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
     return parser
 
 
@@ -75,6 +78,14 @@ def main(
     build_pipeline (tests pass stand-ins)."""
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        from ..compare import compare, render
+        from ..run_report import read
+
+        (_, reference), (_, other) = read(args.reference), read(args.other)
+        result = compare(reference, other)
+        print(render(result, ("reference", "other")))
+        return 1 if result.only_other or result.failed_only_other else 0
     if args.command == "diagnose":
         diagnosis = diagnose(Trace.load(args.trace))
         print(render_diagnosis(diagnosis))
