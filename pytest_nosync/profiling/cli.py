@@ -82,7 +82,10 @@ def main(
         from ..compare import compare, render
         from ..run_report import read
 
-        (_, reference), (_, other) = read(args.reference), read(args.other)
+        try:
+            (_, reference), (_, other) = read(args.reference), read(args.other)
+        except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
+            parser.error(f"cannot read the reports: {exc}")
         result = compare(reference, other)
         print(render(result, ("reference", "other")))
         return 1 if result.only_other or result.failed_only_other else 0
