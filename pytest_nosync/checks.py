@@ -53,10 +53,11 @@ def scheduler_order(pipe: Any) -> int:
     return int(getattr(config, "solver_order", None) or getattr(scheduler, "order", 1) or 1)
 
 
-def _call(pipe: Any, options: CheckOptions, steps: int, guard: Guard | None = None) -> Any:
-    kwargs = options.call_kwargs(steps)
+def _call(pipe: Any, kwargs: dict[str, Any], guard: Guard | None = None) -> Any:
+    """Call the pipeline with kwargs built beforehand: building them (host tensors copied to the device) is
+    the harness's work, not the pipeline's, and must not happen inside a guard."""
     if guard is not None:
-        kwargs["callback_on_step_end"] = guard.callback_on_step_end
+        kwargs = {**kwargs, "callback_on_step_end": guard.callback_on_step_end}
     with torch.no_grad():
         return pipe(**kwargs)
 
@@ -87,10 +88,11 @@ def _finish(report: Report, check: str, options: CheckOptions) -> Report:
 
 def check_syncs(pipe: Any, options: CheckOptions) -> Report:
     """No device→host or blocking host→device sync inside the denoising steps."""
-    _call(pipe, options, options.steps)
+    _call(pipe, options.call_kwargs(options.steps))
+    kwargs = options.call_kwargs(options.steps)
     guard = _guard(pipe, options, ("syncs",))
     with guard:
-        _call(pipe, options, options.steps, guard)
+        _call(pipe, kwargs, guard)
     report = guard.report
     outside = sum(f.count for f in report.findings if f.phase != "step")
     if outside:
@@ -105,20 +107,22 @@ def check_alloc_growth(pipe: Any, options: CheckOptions) -> Report:
     """Steady-state steps must not leave memory behind; the scheduler's first `order` steps may."""
     warmup = scheduler_order(pipe)
     steps = max(options.steps, warmup + 2)  # two judged steps after the scheduler filled its history
-    _call(pipe, options, steps)
+    _call(pipe, options.call_kwargs(steps))
+    kwargs = options.call_kwargs(steps)
     guard = _guard(pipe, options, ("alloc_growth",), warmup_steps=warmup)
     with guard:
-        _call(pipe, options, steps, guard)
+        _call(pipe, kwargs, guard)
     return _finish(guard.report, "alloc_growth", options)
 
 
 def check_host_overhead(pipe: Any, options: CheckOptions) -> Report:
     """No module-tree walk in a steady-state step; host ms per step reported."""
     steps = max(options.steps, 2)
-    _call(pipe, options, steps)
+    _call(pipe, options.call_kwargs(steps))
+    kwargs = options.call_kwargs(steps)
     guard = _guard(pipe, options, ("host_overhead",), warmup_steps=1)
     with guard:
-        _call(pipe, options, steps, guard)
+        _call(pipe, kwargs, guard)
     return _finish(guard.report, "host_overhead", options)
 
 
@@ -129,12 +133,13 @@ def check_graph_breaks(pipe: Any, options: CheckOptions) -> Report:
 
     denoiser = getattr(pipe, options.denoiser)
     with capture_inputs(denoiser) as captured:
-        _call(pipe, options, options.steps)
+        _call(pipe, options.call_kwargs(options.steps))
     breaks, metrics = explain_graph_breaks(denoiser, captured["args"], captured["kwargs"])
+    kwargs = options.call_kwargs(options.steps)
     guard = _guard(pipe, options, ("recompiles",))
     try:
         with guard:
-            _call(pipe, options, options.steps, guard)
+            _call(pipe, kwargs, guard)
     except RuntimeError as exc:
         if "Detected recompile" not in str(exc):
             raise

@@ -160,9 +160,10 @@ def cache_context_case(
     try:
         with torch.no_grad():
             pipe(**call_kwargs(steps))
+        kwargs = call_kwargs(steps)  # built outside the guard: the harness's copies are not the pipeline's
         g = Guard(pipe, checks=("host_overhead",), warmup_steps=1, denoiser=denoiser, **guard)
         with g, torch.no_grad():
-            pipe(**call_kwargs(steps), callback_on_step_end=g.callback_on_step_end)
+            pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     finally:
         if cache_config is not None:
             model.disable_cache()

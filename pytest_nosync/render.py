@@ -23,11 +23,11 @@ _SITE = os.sep + "site-packages" + os.sep
 
 def short_path(path: str, root: str | None = None) -> str:
     """Relative to the project root when inside it; from the package name when in site-packages."""
+    if _SITE in path:  # an installed package, even one in a virtualenv inside the project
+        return path.split(_SITE, 1)[1]
     root = root or os.getcwd()
     if path.startswith(root.rstrip(os.sep) + os.sep):
         return os.path.relpath(path, root)
-    if _SITE in path:
-        return path.split(_SITE, 1)[1]
     return path
 
 
@@ -89,13 +89,21 @@ def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbos
         lines.append(f"      why: {first.note}")
     if first.hint and first.status in (STATUS_FAIL, STATUS_BUDGET):
         lines.append(f"      hint: {first.hint}")
-    shown = [fr for fr in first.stack if fr.where != first.where and not is_internal(fr.filename)][:stack_depth]
+    shown = [fr for fr in first.stack if fr.where != first.where and _worth_showing(fr.filename)][:stack_depth]
     for i, frame in enumerate(shown):
         prefix = "      via: " if i == 0 else "           "
         lines.append(f"{prefix}{short_where(frame.where, root)} in {frame.function}")
     if "profiler" in first.source:
         lines.append(f"      seen by: {first.source}")
     return lines
+
+
+_RUNNER_DIRS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
+
+
+def _worth_showing(filename: str) -> bool:
+    """Stack frames a reader needs: not torch or the plugin, not the test runner's own machinery."""
+    return not is_internal(filename) and not any(d in filename for d in _RUNNER_DIRS)
 
 
 def render_report(report: Report, root: str | None = None) -> str:
