@@ -1,6 +1,6 @@
 """What emulation costs: a tiny pipeline's call on the CPU, on the emulated device, and guarded there.
 
-    PYTHONPATH=. python benchmarks/emulation_overhead.py [--rounds 9] [--text-len 512] [--threads 1]
+    PYTHONPATH=. python benchmarks/emulation_overhead.py [--rounds 9] [--threads 1]
 
 Calls are interleaved and timed in process CPU time as well as wall time (medians), so that other work on
 a shared machine skews them less. The overhead per aten op is (emulated - plain) / ops of a plain call.
@@ -17,7 +17,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from pytest_nosync import backends, nosync_guard
-from tests.detectors import tiny_pipelines
+from pytest_nosync.targets.base import CallContext
+from pytest_nosync.targets.registry import TARGETS, build_pipeline
 
 
 class _CountOps(TorchDispatchMode):
@@ -36,20 +37,23 @@ def _time(fn: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure(name: str, rounds: int, text_len: int) -> None:
-    build = getattr(tiny_pipelines, name)
-    make_kwargs = getattr(tiny_pipelines, f"{name}_kwargs")
+def measure(name: str, rounds: int) -> None:
+    target = TARGETS[name]
     cpu, device = torch.device("cpu"), backends.execution_device("emulate")
-    plain, emulated = build(), build().to(device)
+    plain = build_pipeline(target, cpu, torch.float32)
+    emulated = build_pipeline(target, device, torch.float32)
+
+    def make_kwargs(on: torch.device) -> dict:
+        return target.call_kwargs(plain if on == cpu else emulated, CallContext(on, torch.float32, 2))
 
     def guarded() -> None:
-        kwargs = make_kwargs(device, text_len=text_len)
+        kwargs = make_kwargs(device)
         with nosync_guard(emulated, backend="emulate") as g:
             emulated(**kwargs, callback_on_step_end=g.callback_on_step_end)
 
     runs = {
-        "cpu": lambda: plain(**make_kwargs(cpu, text_len=text_len)),
-        "emulated": lambda: emulated(**make_kwargs(device, text_len=text_len)),
+        "cpu": lambda: plain(**make_kwargs(cpu)),
+        "emulated": lambda: emulated(**make_kwargs(device)),
         "guarded": guarded,
     }
     with _CountOps() as counter:
@@ -73,12 +77,11 @@ def measure(name: str, rounds: int, text_len: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--text-len", type=int, default=512, help="prompt tokens (the real pipelines pad to 512)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for name in ("flux", "wan"):
-        measure(name, args.rounds, args.text_len)
+        measure(name, args.rounds)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from pytest_nosync import backends, nosync_guard
 from pytest_nosync.emulation import syncs
-from tests.detectors import tiny_pipelines
+from pytest_nosync.targets.base import CallContext
+from pytest_nosync.targets.registry import TARGETS, build_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -161,14 +162,14 @@ def test_error_mode_raises_only_inside_steps(device: torch.device) -> None:
 
 
 def test_a_pipeline_left_on_the_cpu_is_refused(device: torch.device) -> None:
-    pipe = tiny_pipelines.flux()
+    pipe, _ = _tiny("flux")
     with pytest.raises(RuntimeError, match="execution_device"), nosync_guard(pipe, backend="emulate"):
         pass
 
 
 @pytest.mark.parametrize("mode", ["warn", "error"])
 def test_every_global_is_restored_when_the_block_raises(device: torch.device, mode: str) -> None:
-    pipe = tiny_pipelines.flux().to(device)
+    pipe = _tiny("flux")[0].to(device)
     scheduler_step = type(pipe.scheduler).step
     synchronize = torch.cuda.synchronize
     x = torch.ones(4, device=device)
@@ -186,6 +187,17 @@ def test_every_global_is_restored_when_the_block_raises(device: torch.device, mo
 
 
 # ---- tiny real pipelines --------------------------------------------------------------------------
+def _tiny(name: str):
+    """The target's tiny pipeline, on the CPU (move it yourself), and its call kwargs for a device."""
+    target = TARGETS[name]
+    pipe = build_pipeline(target, torch.device("cpu"), torch.float32)
+
+    def kwargs(device: torch.device) -> dict:
+        return target.call_kwargs(pipe, CallContext(device, torch.float32, 2))
+
+    return pipe, kwargs
+
+
 def _guarded_call(pipe, make_kwargs: Callable[[], dict]):
     pipe(**make_kwargs())  # warm-up, unguarded, as the suite does
     with nosync_guard(pipe, backend="emulate") as g:
@@ -198,18 +210,21 @@ def _image(out) -> torch.Tensor:
 
 
 def test_flux_runs_on_the_emulated_device_and_its_steps_are_clean(device: torch.device) -> None:
-    report, out = _guarded_call(tiny_pipelines.flux().to(device), lambda: tiny_pipelines.flux_kwargs(device))
+    pipe, kwargs = _tiny("flux")
+    cpu = pipe(**kwargs(torch.device("cpu")))
+    report, out = _guarded_call(pipe.to(device), lambda: kwargs(device))
     assert report.steps == 2
     assert report.metrics["emulated_ops"] > 500
     assert report.failures == [], report.findings
     # Before the loop, the pipeline copies host-made ids and the scheduler's numpy sigmas to the device.
     assert {f.kind for f in report.findings} == {"htod_sync"}
-    cpu = tiny_pipelines.flux()(**tiny_pipelines.flux_kwargs(torch.device("cpu")))
     assert torch.allclose(_image(out), _image(cpu), atol=1e-5)  # same numbers as the plain CPU run
 
 
 def test_wan_with_unipc_copies_host_sigmas_to_the_device_every_step(device: torch.device) -> None:
-    report, out = _guarded_call(tiny_pipelines.wan().to(device), lambda: tiny_pipelines.wan_kwargs(device))
+    pipe, kwargs = _tiny("wan")
+    cpu = pipe(**kwargs(torch.device("cpu")))
+    report, out = _guarded_call(pipe.to(device), lambda: kwargs(device))
     assert report.steps == 2
     # diffusers 0.42: UniPC keeps `self.sigmas` on the host and copies sigma_t/sigma_s0 per step.
     in_steps = {(f.kind, os.path.basename(f.filename), f.step) for f in report.failures}
@@ -218,5 +233,4 @@ def test_wan_with_unipc_copies_host_sigmas_to_the_device_every_step(device: torc
         ("htod_sync", "scheduling_unipc_multistep.py", 1),
     }, report.findings
     assert {f.data["pattern"] for f in report.failures} == {"to_device"}
-    cpu = tiny_pipelines.wan()(**tiny_pipelines.wan_kwargs(torch.device("cpu")))
     assert torch.allclose(_image(out), _image(cpu), atol=1e-5)
