@@ -117,16 +117,12 @@ INIT_INDEX_FUNCTIONS = frozenset({"_init_step_index", "index_for_timestep"})
 
 def from_step_index_lookup(report: Report) -> Report:
     """Keep the findings whose stack passes through a scheduler's step-index lookup."""
-    kept = [f for f in report.findings if any(fr.function in INIT_INDEX_FUNCTIONS for fr in f.stack)]
-    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+    return _keep(report, lambda f: any(fr.function in INIT_INDEX_FUNCTIONS for fr in f.stack))
 
 
 def pipeline_begin_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
     """A pipeline call's syncs that come from the scheduler looking up its first step index."""
-    g = Guard(pipe, **guard)
-    with g, torch.no_grad():
-        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
-    report = from_step_index_lookup(g.report)
+    report = from_step_index_lookup(_guarded_call(pipe, call_kwargs, **guard))
     report.check = "set_begin_index"
     return report
 
@@ -138,8 +134,7 @@ CACHE_CONTEXT_FUNCTIONS = frozenset({"cache_context", "_set_context", "_set_cach
 
 def from_cache_context(report: Report) -> Report:
     """Keep the module-tree walks made on the way into or out of `cache_context`."""
-    kept = [f for f in report.findings if any(fr.function in CACHE_CONTEXT_FUNCTIONS for fr in f.stack)]
-    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+    return _keep(report, lambda f: any(fr.function in CACHE_CONTEXT_FUNCTIONS for fr in f.stack))
 
 
 def cache_context_case(
@@ -161,13 +156,11 @@ def cache_context_case(
         with torch.no_grad():
             pipe(**call_kwargs(steps))
         kwargs = call_kwargs(steps)  # built outside the guard: the harness's copies are not the pipeline's
-        g = Guard(pipe, checks=("host_overhead",), warmup_steps=1, denoiser=denoiser, **guard)
-        with g, torch.no_grad():
-            pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
+        walks = _guarded_call(pipe, kwargs, checks=("host_overhead",), warmup_steps=1, denoiser=denoiser, **guard)
     finally:
         if cache_config is not None:
             model.disable_cache()
-    report = from_cache_context(g.report)
+    report = from_cache_context(walks)
     report.check = "cache_context"
     return report
 
@@ -199,8 +192,7 @@ def cache_context_cost(model: Any, repeats: int = 50) -> dict[str, float]:
 
 def from_denoiser_after_first_step(report: Report) -> Report:
     """Keep the syncs inside the denoiser from the second step on: what a cached value avoids."""
-    kept = [f for f in report.findings if f.region == "transformer_forward" and (f.step or 0) >= 1]
-    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
+    return _keep(report, lambda f: f.region == "transformer_forward" and (f.step or 0) >= 1)
 
 
 def modulate_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
@@ -209,15 +201,26 @@ def modulate_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) ->
         raise ValueError("the modulate_index case needs a QwenImage transformer with zero_cond_t=True")
     with torch.no_grad():
         pipe(**call_kwargs)
-    g = Guard(pipe, **guard)
-    with g, torch.no_grad():
-        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
-    report = from_denoiser_after_first_step(g.report)
+    report = from_denoiser_after_first_step(_guarded_call(pipe, call_kwargs, **guard))
     report.check = "modulate_index"
     return report
 
 
 # ---- helpers -------------------------------------------------------------------------------------
+
+
+def _guarded_call(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
+    """One pipeline call under a guard whose steps end at the pipeline's step callback."""
+    g = Guard(pipe, **guard)
+    with g, torch.no_grad():
+        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
+    return g.report
+
+
+def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
+    """The report with only the findings a case is about (their statuses kept), passed recomputed."""
+    kept = [f for f in report.findings if wanted(f)]
+    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
 
 
 def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
