@@ -11,11 +11,10 @@ interleaved calls: tiny calls vary ±25% between two plain runs.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import time
 
 import torch
+from _measure import emit, timed
 
 from pytest_nosync import nosync_guard
 
@@ -68,15 +67,6 @@ def pipeline_workload(name: str, device: torch.device, steps: int, backend: str)
     return plain, guarded
 
 
-def timed(fn, calls: int) -> list[float]:
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1e3)
-    return out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=40)
@@ -118,12 +108,7 @@ def main() -> None:
         med = statistics.median(values)
         results[name] = {"median_ms": round(med, 3), "ratio": round(med / base, 3), "calls": len(values)}
     results["workload"] = args.target or "transformer stack"
-    results["device"] = torch.cuda.get_device_name() if device.type == "cuda" else str(device)
-    results["torch"] = torch.__version__
-    print(json.dumps(results, indent=1))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+    emit(results, device, args.json)
 
 
 if __name__ == "__main__":

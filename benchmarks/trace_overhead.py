@@ -12,16 +12,15 @@ process also pays torch.profiler's import of torch._inductor; that one-off cost 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
+from _measure import emit, timed
 
 from pytest_nosync import nosync_guard
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
@@ -50,15 +49,6 @@ class Pipeline:
         if latents.is_cuda:
             torch.cuda.synchronize()
         return latents
-
-
-def timed(fn: Callable[[], None], calls: int) -> list[float]:
-    out = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1e3)
-    return out
 
 
 def first_trace_import_ms() -> float:
@@ -115,12 +105,7 @@ def main() -> None:
             "calls": len(values),
         }
     results["first traced block, one-off ms"] = first_trace_import_ms()
-    results["device"] = torch.cuda.get_device_name() if device.type == "cuda" else str(device)
-    results["torch"] = torch.__version__
-    print(json.dumps(results, indent=1))
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(results, fh, indent=1)
+    emit(results, device, args.json)
 
 
 if __name__ == "__main__":
