@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import attribution
-from ..findings import Frame
+from ..findings import IN_STEP, Finding, Frame
 from .base import Detector
 
 HINT = (
@@ -150,7 +150,7 @@ class MemoryDetector(Detector):
     def judged_steps(self) -> list[int]:
         return [s for s in sorted(self._end) if s >= self.warmup_steps]
 
-    def findings(self) -> list[Any]:
+    def findings(self) -> list[Finding]:
         judged = self.judged_steps()
         growth = self.growth()
         if len(judged) < 2 or not all(growth.get(s, 0) > self.tolerance_bytes for s in judged):
@@ -190,9 +190,7 @@ class MemoryDetector(Detector):
                 out.append((where, self._sites[judged[-1]][where][2], counts, sizes))
         return sorted(out, key=lambda s: s[3][-1] - s[3][0], reverse=True)
 
-    def _finding(self, where: str, stack: tuple[Frame, ...], detail: str, data: dict[str, Any]) -> Any:
-        from ..findings import IN_STEP, Finding
-
+    def _finding(self, where: str, stack: tuple[Frame, ...], detail: str, data: dict[str, Any]) -> Finding:
         judged = self.judged_steps()
         return Finding(
             kind="alloc_growth",
