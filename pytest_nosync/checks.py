@@ -7,14 +7,14 @@ not what a step costs), then the measured call under a guard. They know nothing 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from .findings import Report
 from .guard import Guard
-from .policy import KnownMatcher, Policy, judge
+from .policy import KnownMatcher, Policy, rejudge
 from .profiling.config import TraceConfig
 
 CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
@@ -143,8 +143,7 @@ def check_graph_breaks(pipe: Any, options: CheckOptions) -> Report:
     except RuntimeError as exc:
         if "Detected recompile" not in str(exc):
             raise
-    findings = [replace(f, status="new") for f in breaks] + [replace(f, status="new") for f in guard.report.findings]
-    judged, passed = judge(findings, options.policy, options.known)
+    judged, passed = rejudge(breaks + guard.report.findings, options.policy, options.known)
     # the guard's report, updated in place: a trace held for later (on-failure) is attached to this object
     report = guard.report
     report.findings, report.passed = judged, passed

@@ -58,6 +58,20 @@ def trace_config(item: pytest.Item) -> TraceConfig:
     return replace(config, budgets=budgets, defer=hold if config.mode == "on-failure" else None)
 
 
+def guard_options(item: pytest.Item, check: str, target: str = "") -> dict[str, Any]:
+    """What every guard of a test shares: backend, mode (command line, then marker, then warn), the
+    marker's policy, the baseline's matcher for (target, check), and the test's id."""
+    opts = settings.of(item.config)
+    marker = marker_options(item)
+    return {
+        "backend": opts.backend,
+        "mode": opts.mode or marker.mode or "warn",
+        "policy": marker.policy,
+        "known": known_matcher(item.config, item.nodeid, target, check),
+        "name": item.nodeid,
+    }
+
+
 def add_report(item: pytest.Item, report: Report) -> None:
     """Attach a report to the test: a failing one fails it after the test body returns."""
     report.test_id = report.test_id or item.nodeid
@@ -87,13 +101,9 @@ class NosyncFixture:
     def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
         """A guard for one block; its report is attached to the test when the block exits."""
         options: dict[str, Any] = {
+            **guard_options(self.item, ",".join(self.options.checks)),
             "checks": self.options.checks,
-            "backend": self.settings.backend,
-            "mode": self.settings.mode or self.options.mode or "warn",
             "profile": self.settings.profile,
-            "policy": self.options.policy,
-            "known": known_matcher(self.item.config, self.item.nodeid, "", ",".join(self.options.checks)),
-            "name": self.item.nodeid,
             "trace": trace_config(self.item),
         }
         options.update(overrides)

@@ -13,6 +13,7 @@ from .findings import (
     STATUS_BUDGET,
     STATUS_FAIL,
     STATUS_KNOWN,
+    STATUS_NEW,
     STATUS_OUTSIDE,
     Finding,
 )
@@ -90,6 +91,13 @@ def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | Non
             judged[i] = replace(judged[i], status=STATUS_BUDGET, note=note)
     passed = not any(f.status == STATUS_FAIL for f in judged)
     return judged, passed
+
+
+def rejudge(
+    findings: Iterable[Finding], policy: Policy, known: KnownMatcher | None = None
+) -> tuple[list[Finding], bool]:
+    """Judge findings afresh under another policy or baseline, dropping the statuses they had."""
+    return judge([f.with_status(STATUS_NEW) for f in findings], policy, known)
 
 
 def parse_allow(entries: Sequence[object], source: str = "allow") -> tuple[AllowEntry, ...]:

@@ -23,7 +23,8 @@ import torch
 
 from .findings import Report
 from .guard import Guard
-from .policy import KnownMatcher, Policy, judge
+from .policy import KnownMatcher, Policy
+from .policy import rejudge as policy_rejudge
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
 
@@ -224,6 +225,6 @@ def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
 
 
 def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
-    findings = [replace(f, status="new", note="") for f in report.findings]
-    judged, passed = judge(findings, policy, known)
+    """The report judged again under the test's policy and baseline (e.g. a rank report from torchrun)."""
+    judged, passed = policy_rejudge(report.findings, policy, known)
     return replace(report, findings=judged, passed=passed)

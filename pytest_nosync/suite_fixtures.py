@@ -19,7 +19,7 @@ import torch
 from . import backends, settings
 from .checks import CheckOptions, dynamo_device, run_check
 from .findings import Report
-from .fixtures import known_matcher, marker_options, trace_config
+from .fixtures import guard_options, trace_config
 from .targets.base import CallContext, Target
 
 SUITE_DIR = Path(__file__).parent / "suite"
@@ -129,7 +129,6 @@ def nosync_check(
 ) -> Callable[[str], Report]:
     """Run one of the suite's checks on the test's target pipeline and return its Report."""
     opts = settings.of(request.config)
-    marker = marker_options(request.node)
     ctx = nosync_call_context
 
     def run(check: str) -> Report:
@@ -142,15 +141,11 @@ def nosync_check(
             return nosync_target.call_kwargs(pipe, CallContext(device, ctx.dtype, steps, ctx.seed))
 
         options = CheckOptions(
+            **guard_options(request.node, check, nosync_target.name),
             call_kwargs=call_kwargs,
             steps=ctx.steps,
-            backend=opts.backend,
-            mode=opts.mode or marker.mode or "warn",
             profile=opts.profile,
-            policy=marker.policy,
-            known=known_matcher(request.config, request.node.nodeid, nosync_target.name, check),
             denoiser=nosync_target.denoiser,
-            name=request.node.nodeid,
             target=nosync_target.name,
             trace=trace_config(request.node) if opts.enabled else None,
         )
@@ -165,16 +160,8 @@ def nosync_guard_options(request: pytest.FixtureRequest) -> Callable[..., dict[s
 
     Call it with the check name (and target) the baseline should scope the case by.
     """
-    opts = settings.of(request.config)
-    marker = marker_options(request.node)
 
     def options(check: str, target: str = "") -> dict[str, Any]:
-        return {
-            "backend": opts.backend,
-            "mode": opts.mode or marker.mode or "warn",
-            "policy": marker.policy,
-            "known": known_matcher(request.config, request.node.nodeid, target, check),
-            "name": request.node.nodeid,
-        }
+        return guard_options(request.node, check, target)
 
     return options
