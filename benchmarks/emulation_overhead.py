@@ -16,9 +16,9 @@ from collections.abc import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pytest_nosync import backends, nosync_guard
-from pytest_nosync.targets.base import CallContext
-from pytest_nosync.targets.registry import TARGETS, build_pipeline
+from pytest_nosync import devices, nosync_guard
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 
 
 class _CountOps(TorchDispatchMode):
@@ -39,7 +39,7 @@ def _time(fn: Callable[[], object]) -> tuple[float, float]:
 
 def measure(name: str, rounds: int) -> None:
     target = TARGETS[name]
-    cpu, device = torch.device("cpu"), backends.execution_device("emulate")
+    cpu, device = torch.device("cpu"), devices.execution_device("emulate")
     plain = build_pipeline(target, cpu, torch.float32)
     emulated = build_pipeline(target, device, torch.float32)
 

@@ -38,8 +38,8 @@ def call(model: torch.nn.Module, x: torch.Tensor, steps: int, guard=None) -> Non
 
 
 def pipeline_workload(name: str, device: torch.device, steps: int, backend: str):
-    from pytest_nosync.targets.base import CallContext
-    from pytest_nosync.targets.registry import TARGETS, build_pipeline
+    from pytest_nosync.suite.targets.base import CallContext
+    from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 
     target = TARGETS[name]
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -75,9 +75,9 @@ def main() -> None:
     parser.add_argument("--target", help="time a tiny target pipeline's call instead of the synthetic stack")
     parser.add_argument("--json")
     args = parser.parse_args()
-    from pytest_nosync import backends
+    from pytest_nosync import devices
 
-    device = backends.execution_device(args.backend)
+    device = devices.execution_device(args.backend)
     if args.target:
         plain, guarded = pipeline_workload(args.target, device, args.steps, args.backend)
     else:

@@ -1,8 +1,8 @@
-"""`python -m pytest_nosync profile|diagnose ...`: see pytest_nosync.profiling.cli."""
+"""`python -m pytest_nosync profile|diagnose ...`: see pytest_nosync.cli."""
 
 import sys
 
-from .profiling.cli import main
+from .cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,8 +21,8 @@ from .findings import Frame
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent) + os.sep
 _PLUGIN_DIR = str(Path(__file__).resolve().parent) + os.sep
-# The plugin's own test suite and target builders are user-facing code: syncs there are blamed on them.
-_PLUGIN_USER_DIRS = tuple(_PLUGIN_DIR + d + os.sep for d in ("suite", "targets"))
+_SUITE_DIR = _PLUGIN_DIR + "suite" + os.sep
+_TARGETS_DIR = _SUITE_DIR + "targets" + os.sep
 _STDLIB_PLUMBING = ("warnings.py", "contextlib.py")
 
 STACK_DEPTH = 8
@@ -44,8 +44,17 @@ def is_internal(filename: str) -> bool:
     if path.startswith(_TORCH_DIR):
         return True
     if path.startswith(_PLUGIN_DIR):
-        return not path.startswith(_PLUGIN_USER_DIRS)
+        return not _is_user_facing(path)
     return os.path.basename(path) in _STDLIB_PLUMBING and "site-packages" not in path
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_user_facing(path: str) -> bool:
+    """The plugin's own suite test modules and target builders are user-facing code: syncs there are blamed on
+    them. The suite's harness (checks, regression drivers) is plumbing like the rest of the plugin."""
+    if path.startswith(_TARGETS_DIR):
+        return True
+    return os.path.dirname(path) + os.sep == _SUITE_DIR and os.path.basename(path).startswith("test_")
 
 
 def frames_from(frame: types.FrameType | None, limit: int = 64) -> list[Frame]:
@@ -98,7 +107,7 @@ def attribute(frames: Iterable[Frame]) -> tuple[str, tuple[Frame, ...]]:
 
 def _is_plumbing(filename: str) -> bool:
     path = _real(filename)
-    if path.startswith(_PLUGIN_DIR) and not path.startswith(_PLUGIN_USER_DIRS):
+    if path.startswith(_PLUGIN_DIR) and not _is_user_facing(path):
         return True
     return os.path.basename(path) in _STDLIB_PLUMBING and "site-packages" not in path
 

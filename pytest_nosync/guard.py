@@ -5,7 +5,7 @@
     g.report.passed, g.report.findings
 
 Tracing: `trace=TraceConfig(...)` profiles the block, names its steps and regions in the trace, keeps the
-file per the config's mode and puts the trace's diagnosis in `report.metrics["diagnosis"]` (profiling.tracer).
+file per the config's mode and puts the trace's diagnosis in `report.metrics["diagnosis"]` (detectors.tracer).
 
 Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at
 `callback_on_step_end`. Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
@@ -23,13 +23,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from . import attribution, backends
+from . import attribution, devices
 from .annotate import PipelineAnnotations
 from .detectors.base import Detector
+from .detectors.tracer import TraceDetector
 from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
 from .policy import KnownMatcher, Policy, judge
 from .profiling.config import TraceConfig
-from .profiling.tracer import TraceDetector
 
 DEFAULT_CHECKS = ("syncs",)
 
@@ -58,9 +58,9 @@ class Guard:
     ) -> None:
         if mode not in ("warn", "error"):
             raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {mode!r}")
-        unknown = [c for c in checks if c not in backends.GUARD_CHECKS]
+        unknown = [c for c in checks if c not in devices.GUARD_CHECKS]
         if unknown:
-            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(backends.GUARD_CHECKS)}")
+            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(devices.GUARD_CHECKS)}")
         self.pipeline = pipeline
         self.checks = tuple(checks)
         self.backend_name = backend
@@ -93,9 +93,9 @@ class Guard:
     def __enter__(self) -> Guard:
         if not self.enabled:
             return self
-        self.backend = backends.resolve(self.backend_name, syncs="syncs" in self.checks)
+        self.backend = devices.resolve(self.backend_name, syncs="syncs" in self.checks)
         self.report.backend = self.backend
-        self._detectors = backends.detectors_for(
+        self._detectors = devices.detectors_for(
             self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits
         )
         self._detectors += self._extra

@@ -10,7 +10,7 @@ import torch
 # test ops a second time, which torch refuses.
 import torch._inductor.config
 
-from pytest_nosync import backends
+from pytest_nosync import devices
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]
 
@@ -20,15 +20,15 @@ def backend(request: pytest.FixtureRequest) -> str:
     """Each detector test runs on every backend that exists here: CUDA on a GPU, emulation on the CPU."""
     name = request.param
     try:
-        backends.resolve(name)
-    except backends.BackendUnavailable as exc:
+        devices.resolve(name)
+    except devices.BackendUnavailable as exc:
         pytest.skip(str(exc))
     return name
 
 
 @pytest.fixture
 def device(backend: str) -> torch.device:
-    return backends.execution_device(backend)
+    return devices.execution_device(backend)
 
 
 @pytest.fixture

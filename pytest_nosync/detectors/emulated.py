@@ -105,5 +105,5 @@ def _check_pipeline_placement(pipeline: Any, denoiser: str, device: Any) -> None
     if first is not None and first.device.type != device.type:
         raise RuntimeError(
             f"the emulate backend observes only tensors on its device, but the pipeline's {denoiser} is on "
-            f"{first.device}: move the pipeline first, `pipe.to(pytest_nosync.backends.execution_device('emulate'))`"
+            f"{first.device}: move the pipeline first, `pipe.to(pytest_nosync.devices.execution_device('emulate'))`"
         )

@@ -37,7 +37,7 @@ class ProfilerSyncDetector(Detector):
         self.syncs: list[tuple[SyncEvent, str, int | None]] = []
 
     def use_trace_from(self, tracer: Any) -> None:
-        """The guard traces anyway (profiling.tracer): read its trace, run no profiler of our own."""
+        """The guard traces anyway (detectors.tracer): read its trace, run no profiler of our own."""
         self._tracer = tracer
 
     def arm(self, guard: Any) -> None:

@@ -1,6 +1,6 @@
 """How a guarded block is traced: the export mode, the profiler's options, nsys mode and the budgets.
 
-Plain data, read by the tracer detector (profiling.tracer) and built from the plugin's options or by hand:
+Plain data, read by the tracer detector (detectors.tracer) and built from the plugin's options or by hand:
 
     with nosync_guard(pipe, checks=("host_overhead",), trace=TraceConfig(mode="always")) as g: ...
 """

@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import distributed, regressions
+from pytest_nosync.suite import distributed, regressions
 
 pytestmark = pytest.mark.gpu
 WORLD = 2
@@ -30,7 +30,7 @@ def test_context_parallel_adds_no_sync_in_a_step(
         pytest.skip(reason)
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
-        "-m", "pytest_nosync.distributed", "--target", nosync_target.name, "--mode", mode, "--out", str(tmp_path),
+        "-m", "pytest_nosync.suite.distributed", "--target", nosync_target.name, "--mode", mode, "--out", str(tmp_path),
         "--steps", str(request.config.getoption("nosync_steps") or 2),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))

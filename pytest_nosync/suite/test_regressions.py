@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_nosync import regressions
-from pytest_nosync.targets.base import CallContext
+from pytest_nosync.suite import regressions
+from pytest_nosync.suite.targets.base import CallContext
 
 pytestmark = pytest.mark.gpu
 

@@ -15,17 +15,17 @@ import pytest
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from pytest_nosync import backends, nosync_guard
+from pytest_nosync import devices, nosync_guard
 from pytest_nosync.emulation import syncs
-from pytest_nosync.targets.base import CallContext
-from pytest_nosync.targets.registry import TARGETS, build_pipeline
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 
 
 @pytest.fixture(scope="module")
 def device() -> torch.device:
     try:
-        return backends.execution_device("emulate")
-    except backends.BackendUnavailable as exc:
+        return devices.execution_device("emulate")
+    except devices.BackendUnavailable as exc:
         pytest.skip(str(exc))
 
 

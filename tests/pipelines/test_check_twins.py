@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.checks import CheckOptions, dynamo_device, run_check
-from pytest_nosync.targets.base import CallContext
-from pytest_nosync.targets.registry import TARGETS, build_pipeline
+from pytest_nosync.suite.checks import CheckOptions, dynamo_device, run_check
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 from tests.twins import pipeline_twins
 
 TARGET = TARGETS["flux"]

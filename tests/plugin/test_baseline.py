@@ -14,7 +14,7 @@ pytest_plugins = ["pytester"]
 TESTS = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge
-from pytest_nosync.fixtures import known_matcher
+from pytest_nosync.plugin.fixtures import known_matcher
 
 def report(request, where, target="demo", check="syncs"):
     known = known_matcher(request.config, request.node.nodeid, target, check)

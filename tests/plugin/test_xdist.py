@@ -112,7 +112,7 @@ def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) 
 BASELINED = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge
-from pytest_nosync.fixtures import known_matcher
+from pytest_nosync.plugin.fixtures import known_matcher
 import pytest
 
 @pytest.mark.parametrize("i", range(4))

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync.profiling.cli import main
+from pytest_nosync.cli import main
 from pytest_nosync.profiling.trace import Trace
-from pytest_nosync.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext, Target
 
 from .tiny_pipeline import TinyPipeline
 
@@ -106,7 +106,9 @@ def test_diagnose_a_trace_file_with_python_dash_m(tmp_path: Path) -> None:
 
 
 def test_real_targets_when_the_registry_is_there(tmp_path: Path, capsys: Any) -> None:
-    registry = pytest.importorskip("pytest_nosync.targets.registry", reason="the target registry is not merged yet")
+    registry = pytest.importorskip(
+        "pytest_nosync.suite.targets.registry", reason="the target registry is not merged yet"
+    )
     if "wan" not in registry.TARGETS or registry.missing_classes(registry.TARGETS["wan"]):
         pytest.skip("no wan target in this diffusers")
     out = tmp_path / "wan.json"

@@ -106,7 +106,7 @@ def test_compiled_denoiser_kernels_count_as_compiled(pipe: TinyPipeline, tmp_pat
 
 
 def test_nsys_mode_with_real_nvtx_and_cudart(pipe: TinyPipeline, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_nosync.profiling import tracer
+    from pytest_nosync.detectors import tracer
 
     calls: list[str] = []
 

@@ -12,11 +12,11 @@ import torch
 
 from pytest_nosync import nosync_guard
 from pytest_nosync.detectors.base import Detector
+from pytest_nosync.detectors.profiler_ranges import NvtxRanges
 from pytest_nosync.profiling.budgets import TraceBudgets
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
 from pytest_nosync.profiling.diagnose import Diagnosis
 from pytest_nosync.profiling.export import NOSYNC_TRACK, file_stem
-from pytest_nosync.profiling.ranges import NvtxRanges
 from pytest_nosync.profiling.trace import Trace
 
 from .tiny_pipeline import TinyPipeline
@@ -144,7 +144,7 @@ class FakeCuda:
 
 
 def _nsys_run(pipe: TinyPipeline, schedule: tuple[int, int, int] | None, steps: int) -> FakeCuda:
-    from pytest_nosync.profiling import tracer
+    from pytest_nosync.detectors import tracer
 
     fake = FakeCuda()
     config = TraceConfig(nsys=True, profiler=ProfilerOptions(schedule=schedule))
@@ -192,7 +192,7 @@ def test_nvtx_out_of_order_close_keeps_the_stack_balanced() -> None:
 
 
 def test_state_is_restored_when_the_block_raises(pipe: TinyPipeline, tmp_path: Path) -> None:
-    from pytest_nosync.profiling import tracer
+    from pytest_nosync.detectors import tracer
 
     step, hooks = type(pipe.scheduler).step, dict(pipe.transformer._forward_pre_hooks)
     pipe.scheduler.fail_at = 1
@@ -260,7 +260,7 @@ def test_the_profilers_own_synchronize_is_no_finding(
     """Stopping torch.profiler synchronizes the device (at a schedule's end: in the middle of the run). The
     explicit-sync detector must not see it; a synchronize of the block's own it still sees."""
     from pytest_nosync.detectors.explicit_sync import ExplicitSyncDetector
-    from pytest_nosync.profiling.session import ProfilerSession
+    from pytest_nosync.detectors.profiler_session import ProfilerSession
 
     synced: list[str] = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: synced.append("sync"))  # no device: a stand-in

@@ -7,9 +7,9 @@ import inspect
 import pytest
 import torch
 
-from pytest_nosync import regressions
-from pytest_nosync.targets.base import CallContext
-from pytest_nosync.targets.registry import TARGETS, build_pipeline
+from pytest_nosync.suite import regressions
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 from tests.twins import hooks_prefix
 from tests.twins.modulate_index_fix import ReuseIntIndexTensors
 

@@ -11,8 +11,8 @@ import diffusers
 import pytest
 import torch
 
-from pytest_nosync.targets.base import CallContext, Target
-from pytest_nosync.targets.registry import TARGETS, TargetUnavailable, build_pipeline, missing_classes
+from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.registry import TARGETS, TargetUnavailable, build_pipeline, missing_classes
 
 CTX = CallContext(device=torch.device("cpu"), dtype=torch.float32, steps=2)
 

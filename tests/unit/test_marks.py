@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_nosync.marks import MarkerError, parse_marker
+from pytest_nosync.plugin.marks import MarkerError, parse_marker
 from pytest_nosync.policy import AllowEntry
 
 

@@ -16,18 +16,19 @@ from typing import Any
 import pytest
 import torch
 
-from . import backends, settings
-from .checks import CheckOptions, dynamo_device, run_check
-from .findings import Report
+from .. import devices
+from ..findings import Report
+from ..suite.checks import CheckOptions, dynamo_device, run_check
+from ..suite.targets.base import CallContext, Target
+from . import options as settings
 from .fixtures import guard_options, trace_config
-from .targets.base import CallContext, Target
 
-SUITE_DIR = Path(__file__).parent / "suite"
+SUITE_DIR = Path(__file__).parent.parent / "suite"
 _PIPELINES = pytest.StashKey[dict[tuple, Any]]()
 
 
 def selected_targets(config: pytest.Config) -> list[Target]:
-    from .targets.registry import TARGETS
+    from ..suite.targets.registry import TARGETS
 
     names = settings.of(config).targets or tuple(TARGETS)
     unknown = [n for n in names if n not in TARGETS]
@@ -68,7 +69,7 @@ def _dtype(opts: settings.Settings, backend: str) -> torch.dtype:
 @pytest.fixture
 def nosync_target(request: pytest.FixtureRequest) -> Target:
     """The Target under test (a built-in one by name, or your own Target object)."""
-    from .targets.registry import TARGETS, missing_classes
+    from ..suite.targets.registry import TARGETS, missing_classes
 
     target = request.param if hasattr(request, "param") else None
     if isinstance(target, str):
@@ -95,16 +96,16 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
 def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
     opts = settings.of(request.config)
     try:
-        backend = backends.resolve(opts.backend)
-    except backends.BackendUnavailable as exc:
+        backend = devices.resolve(opts.backend)
+    except devices.BackendUnavailable as exc:
         pytest.skip(str(exc))
-    device = torch.device(opts.device) if opts.device else backends.execution_device(backend)
+    device = torch.device(opts.device) if opts.device else devices.execution_device(backend)
     return CallContext(device=device, dtype=_dtype(opts, backend), steps=opts.steps)
 
 
 def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
     """The target's pipeline on `device` in `dtype`, built once per session."""
-    from .targets.registry import TargetUnavailable, build_pipeline
+    from ..suite.targets.registry import TargetUnavailable, build_pipeline
 
     checkpoint = settings.of(request.config).checkpoints.get(target.name)
     key = (target.name, id(target), str(device), str(dtype), checkpoint)

@@ -12,10 +12,10 @@ from typing import Any
 
 import torch
 
-from .findings import Report
-from .guard import Guard
-from .policy import KnownMatcher, Policy, rejudge
-from .profiling.config import TraceConfig
+from ..findings import Report
+from ..guard import Guard
+from ..policy import KnownMatcher, Policy, rejudge
+from ..profiling.config import TraceConfig
 
 CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
 
@@ -35,13 +35,13 @@ class CheckOptions:
     name: str = ""
     target: str = ""
     limits: dict[str, Any] | None = None
-    trace: TraceConfig | None = None  # trace the measured call (profiling.tracer)
+    trace: TraceConfig | None = None  # trace the measured call (detectors.tracer)
 
 
 def dynamo_device(device: torch.device) -> torch.device:
     """Where the graph check runs: dynamo breaks the graph on the emulated device's wrapper tensors, and graph
     breaks and recompiles are device-independent, so under emulation it runs on the plain CPU."""
-    from .emulation import is_emulated
+    from ..emulation import is_emulated
 
     return torch.device("cpu") if is_emulated(device) else device
 
@@ -129,7 +129,7 @@ def check_host_overhead(pipe: Any, options: CheckOptions) -> Report:
 def check_graph_breaks(pipe: Any, options: CheckOptions) -> Report:
     """No graph break in the denoiser (dynamo explain on a real step's inputs) and no recompile
     between steps of a compiled run."""
-    from .detectors.graph_breaks import capture_inputs, explain_graph_breaks
+    from ..detectors.graph_breaks import capture_inputs, explain_graph_breaks
 
     denoiser = getattr(pipe, options.denoiser)
     with capture_inputs(denoiser) as captured:

@@ -7,14 +7,16 @@ from typing import Any
 
 import pytest
 
-from . import backends, marks, settings
-from .baseline import Baseline
-from .findings import Report
-from .guard import Guard
-from .policy import KnownMatcher
-from .profiling.config import TraceConfig
-from .profiling.tracer import PendingTrace
-from .run_report import diffusers_version
+from .. import devices
+from ..baseline import Baseline
+from ..detectors.tracer import PendingTrace
+from ..findings import Report
+from ..guard import Guard
+from ..policy import KnownMatcher
+from ..profiling.config import TraceConfig
+from ..run_report import diffusers_version
+from . import marks
+from . import options as settings
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
 PENDING_TRACES = pytest.StashKey[list[PendingTrace]]()
@@ -39,8 +41,8 @@ def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) 
     if baseline is None:
         return None
     try:
-        backend = backends.resolve(settings.of(config).backend)
-    except backends.BackendUnavailable:
+        backend = devices.resolve(settings.of(config).backend)
+    except devices.BackendUnavailable:
         backend = ""
     return baseline.matcher(test_id, target, check, diffusers_version(), backend)
 

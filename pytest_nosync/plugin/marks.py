@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .backends import GUARD_CHECKS
-from .policy import Policy, parse_allow
-from .profiling.budgets import TraceBudgets, parse_budgets
+from ..devices import GUARD_CHECKS
+from ..policy import Policy, parse_allow
+from ..profiling.budgets import TraceBudgets, parse_budgets
 
 MARKER_HELP = (
     "nosync(checks=('syncs',), budget=0, allow=[(pattern, reason)], count_outside_steps=False, mode=None, "

@@ -7,12 +7,12 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.targets.base import Target
-from pytest_nosync.targets.flux import FLUX
-from pytest_nosync.targets.flux2_klein import FLUX2_KLEIN
-from pytest_nosync.targets.ltx2 import LTX2
-from pytest_nosync.targets.qwenimage import QWENIMAGE, QWENIMAGE_EDIT
-from pytest_nosync.targets.wan import WAN
+from pytest_nosync.suite.targets.base import Target
+from pytest_nosync.suite.targets.flux import FLUX
+from pytest_nosync.suite.targets.flux2_klein import FLUX2_KLEIN
+from pytest_nosync.suite.targets.ltx2 import LTX2
+from pytest_nosync.suite.targets.qwenimage import QWENIMAGE, QWENIMAGE_EDIT
+from pytest_nosync.suite.targets.wan import WAN
 
 TARGETS: dict[str, Target] = {t.name: t for t in (FLUX, FLUX2_KLEIN, WAN, LTX2, QWENIMAGE, QWENIMAGE_EDIT)}
 

@@ -3,7 +3,7 @@
     python -m pytest_nosync profile --target wan --mode compile --steps 2 --device cuda --out wan.json
     python -m pytest_nosync diagnose wan.json
 
-`profile` builds the target's pipeline (pytest_nosync.targets.registry: tiny random weights, or --checkpoint),
+`profile` builds the target's pipeline (pytest_nosync.suite.targets.registry: tiny random weights, or --checkpoint),
 makes `--warmup` unprofiled calls (compile mode compiles the denoiser there), then profiles one call under a
 guard that marks its steps and regions, prints the diagnosis and writes the trace. Exit status 1 when a
 `--budget` is exceeded, 2 for a usage error.
@@ -21,13 +21,13 @@ from typing import Any
 
 import torch
 
-from ..findings import Report
-from .budgets import NAMES as BUDGET_NAMES
-from .budgets import parse_budgets
-from .config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_schedule
-from .diagnose import Diagnosis, diagnose
-from .render import render_diagnosis
-from .trace import Trace
+from .findings import Report
+from .profiling.budgets import NAMES as BUDGET_NAMES
+from .profiling.budgets import parse_budgets
+from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_schedule
+from .profiling.diagnose import Diagnosis, diagnose
+from .profiling.render import render_diagnosis
+from .profiling.trace import Trace
 
 Build = Callable[..., Any]  # build_pipeline(target, device, dtype, checkpoint=None)
 _DTYPES = ("bfloat16", "float16", "float32")
@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m pytest_nosync", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("profile", help="profile one call of a target pipeline and diagnose its trace")
-    p.add_argument("--target", required=True, help="a target of pytest_nosync.targets.registry (e.g. wan)")
+    p.add_argument("--target", required=True, help="a target of pytest_nosync.suite.targets.registry (e.g. wan)")
     p.add_argument("--mode", choices=("eager", "compile"), default="eager", help="compile: torch.compile the denoiser")
     p.add_argument("--backend", default="inductor", help="torch.compile backend in compile mode (default inductor)")
     p.add_argument("--steps", type=int, default=2, help="denoising steps of the profiled call (default 2)")
@@ -74,13 +74,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(
     argv: Sequence[str] | None = None, *, targets: Mapping[str, Any] | None = None, build: Build | None = None
 ) -> int:
-    """The command line. `targets` and `build` default to pytest_nosync.targets.registry's TARGETS and
+    """The command line. `targets` and `build` default to pytest_nosync.suite.targets.registry's TARGETS and
     build_pipeline (tests pass stand-ins)."""
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "compare":
-        from ..compare import compare, render
-        from ..run_report import read
+        from .compare import compare, render
+        from .run_report import read
 
         try:
             (_, reference), (_, other) = read(args.reference), read(args.other)
@@ -109,15 +109,17 @@ def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[M
     if targets is not None and build is not None:
         return targets, build
     try:
-        from ..targets import registry
+        from .suite.targets import registry
     except ImportError as exc:
-        raise UsageError(f"the target registry (pytest_nosync.targets.registry) is not available here: {exc}") from None
+        raise UsageError(
+            f"the target registry (pytest_nosync.suite.targets.registry) is not available here: {exc}"
+        ) from None
     return targets or registry.TARGETS, build or registry.build_pipeline
 
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
-    from ..guard import Guard
-    from ..targets.base import CallContext
+    from .guard import Guard
+    from .suite.targets.base import CallContext
 
     targets, build = _registry(targets, build)
     if args.target not in targets:
@@ -173,7 +175,7 @@ def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:
 
 
 def _summarise(report: Report, args: argparse.Namespace) -> int:
-    from ..render import render_report
+    from .render import render_report
 
     diagnosis = report.metrics.get("diagnosis")
     if diagnosis:

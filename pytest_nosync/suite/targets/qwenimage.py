@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.targets._common import generator, randn
-from pytest_nosync.targets.base import CallContext, Target
+from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets.base import CallContext, Target
 
 # Qwen2.5-VL prompt embeddings keep only the prompt's own tokens (the template's system part is dropped), so
 # they are short and the negative prompt (" ") is shorter than the prompt.

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from .backends import BACKENDS
-from .profiling.budgets import parse_budgets
-from .profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
+from ..devices import BACKENDS
+from ..profiling.budgets import parse_budgets
+from ..profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
 
 # (cli flag, ini key, ini type, default, help) — options whose value can also live in pyproject/pytest.ini
 _OPTIONS: tuple[tuple[str, str, str, Any, str], ...] = (

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.targets._common import generator, randn
-from pytest_nosync.targets.base import CallContext, Target
+from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets.base import CallContext, Target
 
 # FLUX.1-dev pads the T5 prompt to `max_sequence_length=512`; nothing in the configs says so.
 TEXT_SEQ_LEN = 512

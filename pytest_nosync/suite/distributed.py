@@ -4,7 +4,7 @@ Run one process per GPU with torchrun; each rank builds the target's tiny pipeli
 with diffusers' `ContextParallelConfig` (Ulysses or ring), makes a warm-up call and a guarded call, and
 writes its Report as JSON. The suite's distributed test launches this and judges the reports.
 
-    torchrun --nproc-per-node 2 -m pytest_nosync.distributed --target flux --out /tmp/cp
+    torchrun --nproc-per-node 2 -m pytest_nosync.suite.distributed --target flux --out /tmp/cp
 
 diffusers builds the context-parallel device mesh on the accelerator, so this needs one GPU per rank.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .findings import Report
+from ..findings import Report
 
 RANK_REPORT = "rank{rank}.json"
 
@@ -40,7 +40,7 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
     import torch.distributed as dist
     from diffusers import ContextParallelConfig
 
-    from .guard import Guard
+    from ..guard import Guard
     from .targets.base import CallContext
     from .targets.registry import TARGETS, build_pipeline
 
@@ -89,7 +89,7 @@ def read_reports(out: Path, world: int) -> list[Report]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_nosync.distributed", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m pytest_nosync.suite.distributed", description=__doc__)
     parser.add_argument("--target", default="flux")
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--mode", choices=("ulysses", "ring"), default="ulysses")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_nosync.targets.base import CallContext
+from pytest_nosync.suite.targets.base import CallContext
 
 
 def randn(ctx: CallContext, *shape: int, offset: int = 0) -> torch.Tensor:
@@ -16,6 +16,6 @@ def randn(ctx: CallContext, *shape: int, offset: int = 0) -> torch.Tensor:
 def generator(ctx: CallContext) -> torch.Generator:
     """The call's generator lives on the call's device: a CPU generator would make the pipeline sample latents
     on the host and copy them over, a transfer that belongs to the harness and not to the pipeline."""
-    from pytest_nosync.backends import generator as device_generator
+    from pytest_nosync.devices import generator as device_generator
 
     return device_generator(ctx.device, ctx.seed)  # the emulated device has no torch.Generator of its own

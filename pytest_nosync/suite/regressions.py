@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from .findings import Report
-from .guard import Guard
-from .policy import KnownMatcher, Policy
-from .policy import rejudge as policy_rejudge
+from ..findings import Report
+from ..guard import Guard
+from ..policy import KnownMatcher, Policy
+from ..policy import rejudge as policy_rejudge
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.targets._common import generator, randn
-from pytest_nosync.targets.base import CallContext, Target
+from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets.base import CallContext, Target
 
 # Gemma prompts are left-padded to `max_sequence_length=1024` (a multiple of the connectors' registers).
 TEXT_SEQ_LEN = 1024

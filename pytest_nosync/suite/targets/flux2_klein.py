@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.targets._common import generator, randn
-from pytest_nosync.targets.base import CallContext, Target
+from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets.base import CallContext, Target
 
 # The Klein pipeline pads the Qwen3 prompt to `max_sequence_length=512`, the empty negative prompt too.
 TEXT_SEQ_LEN = 512

@@ -5,7 +5,7 @@ trace file when asked, and turns the trace's figures into a diagnosis and budget
   `nosync::region::<name>` ranges (record_function) from the guard's step and region events; the profiler
   steps at each step's end (its schedule counts denoising steps).
 - nsys mode (TraceConfig.nsys): no torch.profiler; NVTX ranges of the same names and cudaProfilerStart/Stop
-  around the captured steps (profiling.ranges.CaptureWindow).
+  around the captured steps (detectors.profiler_ranges.CaptureWindow).
 
 Keeping (mode "always", or "on-failure" and the guard's report failed) exports the trace, moves the nosync
 ranges to their own track (profiling.export) and writes `Report.artifacts["trace"]`; the diagnosis goes to
@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..detectors.base import Detector
 from ..findings import Finding, Report
-from . import export
-from .budgets import budget_findings
-from .config import TraceConfig
-from .diagnose import Diagnosis, diagnose
-from .ranges import CaptureWindow, NvtxRanges, ProfilerRanges
-from .session import ProfilerBusy, ProfilerSession
-from .trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
+from ..profiling import export
+from ..profiling.budgets import budget_findings
+from ..profiling.config import TraceConfig
+from ..profiling.diagnose import Diagnosis, diagnose
+from ..profiling.trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
+from .base import Detector
+from .profiler_ranges import CaptureWindow, NvtxRanges, ProfilerRanges
+from .profiler_session import ProfilerBusy, ProfilerSession
 
 if TYPE_CHECKING:
     from ..guard import Guard

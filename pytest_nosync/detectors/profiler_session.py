@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from .config import ProfilerOptions
+from ..profiling.config import ProfilerOptions
 
 
 class ProfilerBusy(RuntimeError):

@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 
-from . import backends, baseline, marks, multi_gpu, render, run_report, settings, suite_fixtures
-from .findings import STATUS_FAIL, Report
+from .. import baseline, devices, render, run_report
+from ..findings import STATUS_FAIL, Report
+from ..profiling import export
+from ..profiling.config import TraceConfig
+from ..run_report import diffusers_version
+from . import marks, suite_fixtures
+from . import options as settings
+from . import xdist as multi_gpu
 from .fixtures import BASELINE, ITEM_REPORTS, PENDING_TRACES, NosyncFixture, marker_options
 from .fixtures import nosync as nosync  # a fixture, exported to pytest through this entry-point module
-from .profiling import export
-from .profiling.config import TraceConfig
-from .run_report import diffusers_version
 from .suite_fixtures import nosync_call_context as nosync_call_context
 from .suite_fixtures import nosync_check as nosync_check
 from .suite_fixtures import nosync_guard_options as nosync_guard_options
@@ -82,7 +85,7 @@ def _check_trace_options(trace: TraceConfig) -> None:
             export.check_directory(trace.directory)
         except OSError as exc:
             raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
-    if trace.nsys and not backends.cuda_available():
+    if trace.nsys and not devices.cuda_available():
         raise pytest.UsageError(
             "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
             "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
@@ -108,15 +111,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     opts = item.config.stash[SETTINGS]
     if not opts.enabled:
-        if not backends.cuda_available():
+        if not devices.cuda_available():
             pytest.skip(
                 "needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner "
                 "(or `--nosync --nosync-backend emulate` on the CPU)"
             )
         return
     try:
-        backends.resolve(opts.backend)
-    except backends.BackendUnavailable as exc:
+        devices.resolve(opts.backend)
+    except devices.BackendUnavailable as exc:
         pytest.skip(str(exc))
 
 
@@ -132,8 +135,8 @@ class NosyncSession:
         self.written = 0
         self.backend = ""
         try:
-            self.backend = backends.resolve(opts.backend)
-        except backends.BackendUnavailable:
+            self.backend = devices.resolve(opts.backend)
+        except devices.BackendUnavailable:
             self.backend = "unavailable"
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
