@@ -11,6 +11,7 @@ Library use, without pytest:
 
 from .findings import Finding, Frame, Report
 from .guard import Guard, nosync_guard
+from .guard_options import GuardOptions
 from .policy import AllowEntry, Policy
 from .render import render_report
 
@@ -19,6 +20,7 @@ __all__ = [
     "Finding",
     "Frame",
     "Guard",
+    "GuardOptions",
     "Policy",
     "Report",
     "nosync_guard",

@@ -118,7 +118,8 @@ def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[M
 
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
-    from .guard import Guard
+    from .guard_options import GuardOptions
+    from .suite.guarded_call import guarded_call
     from .suite.targets.base import CallContext
 
     targets, build = _registry(targets, build)
@@ -140,13 +141,12 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if args.mode == "compile":
         compile_denoiser(pipe, target.denoiser, args.backend)
 
-    def call(**extra: Any) -> Any:
-        kwargs = target.call_kwargs(pipe, CallContext(device, dtype, args.steps))
-        with torch.no_grad():
-            return pipe(**kwargs, **extra)
+    def kwargs() -> dict[str, Any]:
+        return target.call_kwargs(pipe, CallContext(device, dtype, args.steps))
 
     for _ in range(args.warmup):
-        call()
+        with torch.no_grad():
+            pipe(**kwargs())
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
@@ -157,15 +157,11 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         gzip=args.gzip,
         profiler=ProfilerOptions(args.record_shapes, args.profile_memory, args.with_stack, args.with_flops, schedule),
         nsys=args.nsys,
-        budgets=budgets,
     )
-    guard = Guard(
-        pipe, checks=(), denoiser=target.denoiser, trace=config, name=f"{args.target}-{args.mode}", warmup_steps=0
-    )
-    with guard:
-        call(callback_on_step_end=guard.callback_on_step_end)
-    guard.report.check, guard.report.target = "trace", args.target
-    return _summarise(guard.report, args)
+    options = GuardOptions(checks=(), trace=config, trace_budgets=budgets, denoiser=target.denoiser, warmup_steps=0)
+    test_id = f"{args.target}-{args.mode}"
+    report = guarded_call(pipe, kwargs(), options, test_id=test_id, check="trace", target=args.target)
+    return _summarise(report, args)
 
 
 def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:

@@ -12,23 +12,15 @@ from typing import Any
 
 SCHEMA_VERSION = 1
 
-KINDS = (
-    "dtoh_sync",  # the host waits for a value computed on the device
-    "htod_sync",  # a blocking copy of host (pageable) memory to the device
-    "device_sync",  # an explicit torch.cuda.synchronize() / stream synchronize
-    "graph_break",
-    "recompile",
-    "alloc_growth",
-    "host_overhead",
-    "layout_transform",  # layout-transform or copy kernels over a trace budget (profiling.budgets)
-)
+# Kinds: dtoh_sync (the host waits for a value computed on the device), htod_sync (a blocking copy of host memory
+# to the device), device_sync (an explicit synchronize), graph_break, recompile, alloc_growth, host_overhead,
+# layout_transform (layout-transform or copy kernels over a trace budget, profiling.budgets).
 SYNC_KINDS = frozenset({"dtoh_sync", "htod_sync", "device_sync"})
 
 # Where in a guarded block a finding happened.
 BEFORE_STEPS = "before_steps"
 IN_STEP = "step"
 AFTER_STEPS = "after_steps"
-PHASES = (BEFORE_STEPS, IN_STEP, AFTER_STEPS)
 
 # What the policy decided about a finding.
 STATUS_FAIL = "fail"  # counts against the test
@@ -140,6 +132,7 @@ class Report:
     steps: int = 0
     passed: bool | None = None
     summary: str = ""
+    not_checked: list[str] = field(default_factory=list)  # why a check could not run: the report fails
     metrics: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
 
@@ -159,6 +152,7 @@ class Report:
             "steps": self.steps,
             "passed": self.passed,
             "summary": self.summary,
+            "not_checked": self.not_checked,
             "metrics": self.metrics,
             "artifacts": self.artifacts,
             "findings": [f.to_dict() for f in self.findings],

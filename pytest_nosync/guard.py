@@ -1,16 +1,16 @@
-"""The guard: arms detectors around a block, knows which step and region code runs in, restores state.
+"""The guard: arms the detectors of its checks around a block, knows which step and region code runs in, judges
+what they found, and restores every global they changed, also when the block raises.
 
-    with nosync_guard(pipe) as g:
+    with nosync_guard(pipe, checks=("syncs",)) as g:
         pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     g.report.passed, g.report.findings
 
-Tracing: `trace=TraceConfig(...)` profiles the block, names its steps and regions in the trace, keeps the
-file per the config's mode and puts the trace's diagnosis in `report.metrics["diagnosis"]` (detectors.tracer).
+Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at `callback_on_step_end`.
+Without one, use `with g.step(): ...` or `g.end_step()` (then the first step opens when the guard is entered);
+`whole_block=True` makes the whole block one step (the plugin's marker does this). Findings between two steps
+belong to the next step if one opens, and to `after_steps` otherwise (VAE decode, output conversion).
 
-Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at
-`callback_on_step_end`. Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
-opens when the guard is entered). Findings between two steps belong to the next step if one opens, and
-to `after_steps` otherwise (VAE decode, output conversion).
+The guard is the detectors' StepContext (detectors.base): they see it through that protocol only.
 """
 
 from __future__ import annotations
@@ -18,66 +18,50 @@ from __future__ import annotations
 import contextlib
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from . import attribution, devices
 from .annotate import PipelineAnnotations
-from .detectors.base import Detector
-from .detectors.tracer import TraceDetector
+from .detectors import detectors_for, unknown_checks
+from .detectors.base import CannotCheck, Detector
 from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
-from .policy import KnownMatcher, Policy, judge
-from .profiling.config import TraceConfig
-
-DEFAULT_CHECKS = ("syncs",)
+from .guard_options import GuardOptions, split_options
+from .policy import judge
 
 
 class Guard:
-    """See the module docstring. Construct through `nosync_guard(...)`."""
+    """See the module docstring. `test_id`, `check` and `target` name the report (check defaults to the checks)."""
 
     def __init__(
         self,
         pipeline: Any = None,
+        options: GuardOptions | None = None,
         *,
-        checks: Sequence[str] = DEFAULT_CHECKS,
-        backend: str = "auto",
-        mode: str = "warn",
-        profile: bool = False,
-        policy: Policy | None = None,
-        known: KnownMatcher | None = None,
-        denoiser: str = "transformer",
-        warmup_steps: int = 1,
-        limits: dict[str, Any] | None = None,
-        detectors: Iterable[Detector] = (),
+        test_id: str = "",
+        check: str = "",
+        target: str = "",
         enabled: bool = True,
-        name: str = "",
+        whole_block: bool = False,
         on_finish: Callable[[Report], None] | None = None,
-        trace: TraceConfig | None = None,
+        detectors: Iterable[Detector] = (),
     ) -> None:
-        if mode not in ("warn", "error"):
-            raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {mode!r}")
-        unknown = [c for c in checks if c not in devices.GUARD_CHECKS]
+        self.options = options or GuardOptions()
+        unknown = unknown_checks(self.options.checks)
         if unknown:
-            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(devices.GUARD_CHECKS)}")
+            from .detectors import CHECKS
+
+            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(CHECKS)}")
         self.pipeline = pipeline
-        self.checks = tuple(checks)
-        self.backend_name = backend
-        self.mode = mode
-        self.profile = profile
-        self.policy = policy or Policy()
-        self.known = known
-        self.denoiser = denoiser
-        self.warmup_steps = warmup_steps
-        self.limits = dict(limits or {})
         self.enabled = enabled
-        self.name = name
+        self.whole_block = whole_block
         self.on_finish = on_finish
-        self.trace = trace
-        self.report = Report(check=",".join(self.checks), test_id=name)
+        self.report = Report(test_id=test_id, check=check or ",".join(self.options.checks), target=target)
         self._extra = list(detectors)
         self._detectors: list[Detector] = []
+        self._unchecked: list[str] = []
         self._records: list[Finding] = []
         self._pending: list[Finding] = []
         self._regions: list[str] = []
@@ -85,7 +69,7 @@ class Guard:
         self._completed = 0
         self._annotations: PipelineAnnotations | None = None
         self._step_started = 0.0
-        self.step_ms: dict[int, float] = {}
+        self._step_ms: dict[int, float] = {}
         self._active = False
         self._unobserved = 0
 
@@ -93,31 +77,29 @@ class Guard:
     def __enter__(self) -> Guard:
         if not self.enabled:
             return self
-        self.backend = devices.resolve(self.backend_name, syncs="syncs" in self.checks)
-        self.report.backend = self.backend
-        self._detectors = devices.detectors_for(
-            self.checks, self.backend, self.mode, self.profile, self.warmup_steps, self.limits
-        )
-        self._detectors += self._extra
-        if self.trace is not None and self.trace.active:
-            # first: disarmed last, once the sync detectors are off (stopping the profiler synchronizes)
-            tracer = TraceDetector(self.trace)
-            for detector in self._detectors:
-                if detector.uses_profiler:
-                    tracer.share_with(detector)
-            self._detectors.insert(0, tracer)
+        backend = devices.resolve(self.options.backend, syncs="syncs" in self.options.checks)
+        if backend != self.options.backend:
+            self.options = replace(self.options, backend=backend)
+        self.report.backend = backend
         armed: list[Detector] = []
         try:
             if self.pipeline is not None:
-                self._annotations = PipelineAnnotations(self.pipeline, self, self.denoiser)
+                self._annotations = PipelineAnnotations(self.pipeline, self, self.options.denoiser)
                 self._annotations.attach()
-            for detector in self._detectors:
-                detector.arm(self)
+            for detector in detectors_for(self.options, self._extra):
+                try:
+                    detector.arm(self)
+                except CannotCheck as exc:  # raised before it changed anything: run the block without it
+                    self._unchecked.append(str(exc))
+                    continue
                 armed.append(detector)
         except BaseException:
             self._disarm(armed)
             raise
+        self._detectors = armed
         self._active = True
+        if self.whole_block:
+            self.begin_step()
         return self
 
     def __exit__(
@@ -130,6 +112,8 @@ class Guard:
             return False
         if exc is not None:
             self.absorb(exc)
+        if self.whole_block and self._step is not None:
+            self.end_step()
         self._active = False
         self._disarm(self._detectors)
         self._finish()
@@ -166,27 +150,29 @@ class Guard:
         if self._completed == 0 and self._step is None:
             # No step was ever marked: the whole block is the step under test.
             findings = [_with_phase(f, IN_STEP, 0) if f.phase == BEFORE_STEPS else f for f in findings]
-        judged, passed = judge(findings, self.policy, self.known)
-        self.report.findings = judged
-        self.report.passed = passed
-        self.report.steps = self._completed + (1 if self._step is not None else 0)
-        metrics: dict[str, Any] = {}
-        if self.step_ms:
-            metrics["step_ms"] = {str(k): round(v, 3) for k, v in self.step_ms.items()}
+        judged, passed = judge(findings, self.options.policy, self.options.known)
+        unchecked = self._unchecked + [r for r in (d.unchecked() for d in self._detectors) if r]
+        report = self.report
+        report.findings = judged
+        report.not_checked = unchecked
+        report.passed = passed and not unchecked
+        report.steps = self._completed + (1 if self._step is not None else 0)
+        if self._step_ms:
+            report.metrics["step_ms"] = {str(k): round(v, 3) for k, v in self._step_ms.items()}
         for detector in self._detectors:
-            metrics.update(detector.metrics())
-        self.report.metrics.update(metrics)
-        for detector in self._detectors:
-            self.report.artifacts.update(detector.artifacts())
+            detector.conclude(report)
 
-    # ---- steps ---------------------------------------------------------------------------------
+    # ---- what detectors see (detectors.base.StepContext) ---------------------------------------
+    @property
+    def denoiser(self) -> Any:
+        return getattr(self.pipeline, self.options.denoiser, None) if self.pipeline is not None else None
+
     @property
     def current_step(self) -> int | None:
         return self._step
 
     @property
     def effective_step(self) -> int | None:
-        """The step code belongs to: the open one, or between two steps the next (see module doc)."""
         if self._step is not None:
             return self._step
         return self._completed if self._completed > 0 else None
@@ -197,6 +183,59 @@ class Guard:
             return IN_STEP
         return BEFORE_STEPS if self._completed == 0 else AFTER_STEPS
 
+    @property
+    def step_ms(self) -> Mapping[int, float]:
+        return self._step_ms
+
+    @property
+    def observing(self) -> bool:
+        return self._unobserved == 0
+
+    @contextmanager
+    def unobserved(self) -> Iterator[None]:
+        """The plugin's own work inside the block (the profiler synchronizes when a schedule stops it): detectors
+        record nothing and raise nothing in it."""
+        self._unobserved += 1
+        try:
+            yield
+        finally:
+            self._unobserved -= 1
+
+    def record(
+        self,
+        kind: str,
+        frames: Sequence[Frame],
+        *,
+        hint: str = "",
+        detail: str = "",
+        source: str = "",
+        count: int = 1,
+        data: dict[str, Any] | None = None,
+    ) -> Finding:
+        """Record one finding at the current step/region, blaming the first frame outside torch."""
+        where, stack = attribution.attribute(frames)
+        finding = Finding(
+            kind=kind,
+            where=where,
+            stack=stack,
+            step=self._step,
+            phase=self.phase,
+            region=self.region or ("loop" if self._step is not None else None),
+            count=count,
+            hint=hint,
+            detail=detail,
+            source=source,
+            data=data or {},
+        )
+        if not self.observing:
+            return finding
+        if self._step is None and self._completed > 0:
+            self._pending.append(finding)  # between two steps: the next step's, or after the loop
+        else:
+            self._records.append(finding)
+        return finding
+
+    # ---- steps ---------------------------------------------------------------------------------
     def begin_step(self) -> None:
         """Open the next step (no-op if one is open)."""
         if not self._active or self._step is not None:
@@ -220,7 +259,7 @@ class Guard:
             self._pending = []
         step = self._step
         if self._step_started:
-            self.step_ms[step] = (time.perf_counter() - self._step_started) * 1e3
+            self._step_ms[step] = (time.perf_counter() - self._step_started) * 1e3
         self._step_started = 0.0
         for detector in self._detectors:
             detector.on_step_end(step)
@@ -240,7 +279,7 @@ class Guard:
             self.end_step()
 
     def absorb(self, exc: BaseException) -> None:
-        """Let the detector that caused `exc` (fail-fast mode) record it as a finding, once."""
+        """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once."""
         if getattr(exc, "_nosync_absorbed", False):
             return
         for detector in self._detectors:
@@ -281,57 +320,6 @@ class Guard:
         finally:
             self.exit_region(name)
 
-    # ---- recording -----------------------------------------------------------------------------
-    @property
-    def observing(self) -> bool:
-        return self._unobserved == 0
-
-    @contextmanager
-    def unobserved(self) -> Iterator[None]:
-        """The plugin's own work inside the block (the profiler synchronizes when a schedule stops it): detectors
-        record nothing and raise nothing in it."""
-        self._unobserved += 1
-        try:
-            yield
-        finally:
-            self._unobserved -= 1
-
-    def record(
-        self,
-        kind: str,
-        frames: Sequence[Frame],
-        *,
-        hint: str = "",
-        detail: str = "",
-        source: str = "",
-        count: int = 1,
-        data: dict[str, Any] | None = None,
-    ) -> Finding:
-        """Record one finding at the current step/region, blaming the first frame outside torch."""
-        where, stack = attribution.attribute(frames)
-        region = self.region or ("loop" if self._step is not None else None)
-        observed = self.observing
-        finding = Finding(
-            kind=kind,
-            where=where,
-            stack=stack,
-            step=self._step,
-            phase=self.phase,
-            region=region,
-            count=count,
-            hint=hint,
-            detail=detail,
-            source=source,
-            data=data or {},
-        )
-        if not observed:
-            return finding
-        if self._step is None and self._completed > 0:
-            self._pending.append(finding)
-        else:
-            self._records.append(finding)
-        return finding
-
 
 def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     region = finding.region
@@ -340,6 +328,12 @@ def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     return replace(finding, phase=phase, step=step, region=region)
 
 
-def nosync_guard(pipeline: Any = None, **options: Any) -> Guard:
-    """The library entry point: `with nosync_guard(pipe, checks=("syncs",)) as g: ...`; see Guard."""
-    return Guard(pipeline, **options)
+def nosync_guard(pipeline: Any = None, options: GuardOptions | None = None, **kwargs: Any) -> Guard:
+    """The library entry point: `with nosync_guard(pipe, checks=("syncs",)) as g: ...`.
+
+    Keyword arguments are GuardOptions fields (checks, backend, mode, budget, allow, ...) laid over `options`,
+    and the Guard's own (test_id, check, target, whole_block, ...); see Guard and GuardOptions.
+    """
+    fields, rest = split_options(kwargs)
+    options = replace(options, **fields) if options is not None else GuardOptions(**fields)
+    return Guard(pipeline, options, **rest)

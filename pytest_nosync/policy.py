@@ -16,6 +16,7 @@ from .findings import (
     STATUS_NEW,
     STATUS_OUTSIDE,
     Finding,
+    Report,
 )
 
 _LINE_SUFFIX = re.compile(r":(\d+|\*|\d+-\d+)$")
@@ -93,11 +94,11 @@ def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | Non
     return judged, passed
 
 
-def rejudge(
-    findings: Iterable[Finding], policy: Policy, known: KnownMatcher | None = None
-) -> tuple[list[Finding], bool]:
-    """Judge findings afresh under another policy or baseline, dropping the statuses they had."""
-    return judge([f.with_status(STATUS_NEW) for f in findings], policy, known)
+def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
+    """The report judged afresh under another policy or baseline (e.g. a rank report from torchrun, judged by the
+    test that launched the ranks), dropping the statuses its findings had."""
+    judged, passed = judge([f.with_status(STATUS_NEW) for f in report.findings], policy, known)
+    return replace(report, findings=judged, passed=passed and not report.not_checked)
 
 
 def parse_allow(entries: Sequence[object], source: str = "allow") -> tuple[AllowEntry, ...]:

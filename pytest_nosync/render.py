@@ -14,6 +14,7 @@ from .findings import (
     STATUS_FAIL,
     STATUS_KNOWN,
     STATUS_OUTSIDE,
+    SYNC_KINDS,
     Finding,
     Report,
 )
@@ -118,6 +119,9 @@ def render_report(report: Report, root: str | None = None) -> str:
     if report.backend:
         head += f" [{report.backend}]"
     lines = [head]
+    if report.not_checked:
+        lines.append(" not checked (the test fails: a check that could not run is not a pass):")
+        lines.extend(f"  - {reason}" for reason in report.not_checked)
     for status in (STATUS_FAIL, STATUS_BUDGET, STATUS_KNOWN, STATUS_ALLOWED, STATUS_OUTSIDE):
         chosen = [g for g in groups if g.status == status]
         if not chosen:
@@ -125,6 +129,13 @@ def render_report(report: Report, root: str | None = None) -> str:
         lines.append(f" {_HEADINGS[status]}:")
         for g in chosen:
             lines.extend(render_group(g, root, verbose=status != STATUS_OUTSIDE))
+    outside = [f for f in report.findings if f.status == STATUS_OUTSIDE]
+    if outside:
+        what = "sync(s)" if all(f.kind in SYNC_KINDS for f in outside) else "finding(s)"
+        lines.append(
+            f"{sum(f.count for f in outside)} {what} before/after the denoising loop are reported and allowed "
+            "(set count_outside_steps to count them)"
+        )
     if report.summary:
         lines.append(report.summary)
     lines.extend(trace_lines(report))

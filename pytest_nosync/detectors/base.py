@@ -1,29 +1,78 @@
-"""What a detector is: something the guard arms around a block, tells about steps, and disarms."""
+"""What a detector is, and the little it may ask of the guard that arms it (StepContext).
+
+A detector is built from the guard's GuardOptions, armed around a block, told about steps and regions, and
+disarmed, also when the block raised. It reports through `ctx.record(...)` or returns findings from
+`findings()`; it never looks at pytest, and it knows the guard only through the StepContext protocol.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-from ..findings import Finding
+from ..findings import IN_STEP, Finding, Frame, Report
+from ..guard_options import GuardOptions
 
-if TYPE_CHECKING:
-    from ..guard import Guard
+
+class CannotCheck(Exception):
+    """Raised by `arm` when the check cannot run here; the message says why and what to do. The guard runs the
+    block without that detector and fails the report with the sentence: green must mean checked."""
+
+
+class StepContext(Protocol):
+    """The guard as a detector sees it: where in the block code runs, and where findings go."""
+
+    @property
+    def pipeline(self) -> Any: ...
+
+    @property
+    def denoiser(self) -> Any:
+        """The pipeline's denoiser module (GuardOptions.denoiser), or None."""
+
+    @property
+    def current_step(self) -> int | None:
+        """The open step, None between steps."""
+
+    @property
+    def effective_step(self) -> int | None:
+        """The step code belongs to: the open one, or between two steps the next."""
+
+    @property
+    def phase(self) -> str:
+        """before_steps, step or after_steps."""
+
+    @property
+    def observing(self) -> bool:
+        """False while the plugin does its own work inside the block (see `unobserved`)."""
+
+    @property
+    def step_ms(self) -> Mapping[int, float]:
+        """Host milliseconds of each closed step."""
+
+    def unobserved(self) -> AbstractContextManager[None]:
+        """The plugin's own work inside the block: detectors record nothing and raise nothing in it."""
+
+    def record(self, kind: str, frames: Sequence[Frame], **details: Any) -> Finding:
+        """Record a finding at the current step and region, blaming the first frame outside torch. `details`:
+        hint, detail, source, count and data, as in Finding."""
 
 
 class Detector:
     """Base class: override what you need. `disarm` must restore every global `arm` changed.
 
-    The guard calls arm → (on_step_begin/on_step_end/on_region)* → disarm, disarm also when the block
-    raised, then `findings()`, `reconcile()`, and once the report is judged `metrics()` and `artifacts()`.
-    Detectors report through `guard.record(...)` or return findings from `findings()`; they never look at
-    pytest.
+    The guard calls arm → (on_step_begin/on_step_end/on_region)* → disarm (also when the block raised), then
+    `findings()` and `reconcile()`, judges, and hands the judged report to `conclude()` for metrics and files.
     """
 
     name = "detector"
-    uses_profiler = False  # reads a torch.profiler trace: shares the tracer's when a guard traces
+    uses_profiler = False  # reads the tracer's torch.profiler trace (see tracer.TraceDetector.share_with)
 
-    def arm(self, guard: Guard) -> None:
-        self.guard = guard
+    def __init__(self, options: GuardOptions) -> None:
+        self.options = options
+
+    def arm(self, ctx: StepContext) -> None:
+        self.ctx = ctx
 
     def disarm(self) -> None:
         pass
@@ -44,16 +93,20 @@ class Detector:
         """Last word on the merged findings of all detectors (e.g. the profiler confirming syncs)."""
         return findings
 
-    def metrics(self) -> dict[str, Any]:
-        return {}
-
-    def artifacts(self) -> dict[str, str]:
-        """Files this detector wrote for the report (name → path), e.g. the trace."""
-        return {}
+    def conclude(self, report: Report) -> None:
+        """After judging: add this detector's metrics and files to the report."""
 
     def use_trace_from(self, tracer: Any) -> None:
-        """For `uses_profiler` detectors: read `tracer.load_trace()` instead of running a profiler of its own."""
+        """For `uses_profiler` detectors: read `tracer.load_trace()` (one profiler session per guard)."""
+
+    def unchecked(self) -> str | None:
+        """After the block: why this detector could not check what it claims (None: it did)."""
+        return None
 
     def absorb_exception(self, exc: BaseException) -> bool:
         """Record a finding for an exception this detector caused (fail-fast mode). True if it did."""
         return False
+
+    def fails_fast(self) -> bool:
+        """Error mode raises here: inside a step, or anywhere when outside syncs count."""
+        return self.options.mode == "error" and (self.ctx.phase == IN_STEP or self.options.count_outside_steps)

@@ -13,7 +13,9 @@ from typing import Any
 import torch
 
 from .. import attribution, hints
-from .base import Detector
+from ..findings import IN_STEP
+from ..guard_options import GuardOptions
+from .base import Detector, StepContext
 
 SYNC_MESSAGE = "called a synchronizing CUDA operation"
 _MODES = {"default": 0, "warn": 1, "error": 2}
@@ -26,13 +28,13 @@ def _set_mode(mode: int) -> None:
 class CudaSyncDetector(Detector):
     name = "sync_debug"
 
-    def __init__(self, mode: str = "warn") -> None:
-        self.mode = mode
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
         self._previous_mode = 0
         self._catcher: Any = None
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
         torch.cuda.init()
         self._previous_mode = torch.cuda.get_sync_debug_mode()
         self._catcher = warnings.catch_warnings()
@@ -42,7 +44,7 @@ class CudaSyncDetector(Detector):
         warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype", category=UserWarning)
         self._forward = warnings.showwarning
         warnings.showwarning = self._on_warning
-        _set_mode(self._mode_for(guard.phase))
+        _set_mode(self._mode_for(ctx.phase == IN_STEP))
 
     def disarm(self) -> None:
         try:
@@ -52,16 +54,16 @@ class CudaSyncDetector(Detector):
                 self._catcher.__exit__(None, None, None)
                 self._catcher = None
 
-    def _mode_for(self, phase: str) -> int:
-        if self.mode == "error" and (phase == "step" or self.guard.policy.count_outside_steps):
+    def _mode_for(self, in_step: bool) -> int:
+        if self.options.mode == "error" and (in_step or self.options.count_outside_steps):
             return _MODES["error"]
         return _MODES["warn"]
 
     def on_step_begin(self, step: int) -> None:
-        _set_mode(self._mode_for("step"))
+        _set_mode(self._mode_for(True))
 
     def on_step_end(self, step: int) -> None:
-        _set_mode(self._mode_for("between"))
+        _set_mode(self._mode_for(False))
 
     def _on_warning(
         self,
@@ -89,7 +91,7 @@ class CudaSyncDetector(Detector):
     def record_sync(self, frame: Any) -> None:
         expression, opname = attribution.executing_expression(frame)
         diagnosis = hints.diagnose(expression, opname)
-        self.guard.record(
+        self.ctx.record(
             diagnosis.kind,
             attribution.frames_from(frame),
             hint=diagnosis.hint,
@@ -104,7 +106,7 @@ class CudaSyncDetector(Detector):
         frames = attribution.frames_from_traceback(exc.__traceback__)
         expression, opname = attribution.executing_expression(*_innermost(exc.__traceback__))
         diagnosis = hints.diagnose(expression, opname)
-        self.guard.record(
+        self.ctx.record(
             diagnosis.kind,
             frames,
             hint=diagnosis.hint,

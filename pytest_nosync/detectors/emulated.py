@@ -13,7 +13,9 @@ from typing import Any
 
 from .. import attribution, hints
 from ..emulation import install, syncs, tensor
-from .base import Detector
+from ..findings import Report
+from ..guard_options import GuardOptions
+from .base import CannotCheck, Detector, StepContext
 
 ERROR_MESSAGE = "pytest-nosync: a synchronizing operation on the emulated device inside a guarded step (fail-fast mode)"
 _SCALAR_PATTERN = "scalar_cast"  # a value read back (.item() and friends) whose expression says nothing more
@@ -24,17 +26,17 @@ _REFINEMENTS = {"to_device": ("tensor_from_data",), "to_host": ("tolist",)}
 class EmulatedSyncDetector(Detector):
     name = "emulate"
 
-    def __init__(self, mode: str = "warn") -> None:
-        self.mode = mode
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
         self._previous: Any = None
         self._armed = False
         self._ops_at_arm = 0
         self._ops = 0
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
         device = install()
-        _check_pipeline_placement(getattr(guard, "pipeline", None), getattr(guard, "denoiser", ""), device)
+        _check_pipeline_placement(ctx.denoiser, self.options.denoiser, device)
         self._ops_at_arm = tensor.ops_run[0]
         self._previous = syncs.set_listener(self._on_sync)
         self._armed = True
@@ -46,16 +48,15 @@ class EmulatedSyncDetector(Detector):
             self._armed = False
             self._ops = tensor.ops_run[0] - self._ops_at_arm
 
-    def metrics(self) -> dict[str, Any]:
-        return {"emulated_ops": self._ops}
+    def conclude(self, report: Report) -> None:
+        report.metrics["emulated_ops"] = self._ops
 
     def _on_sync(self, event: syncs.SyncEvent) -> None:
         frame = attribution.caller_frame()
         blamed = _first_outside(frame)
         expression, opname = attribution.executing_expression(blamed)
         pattern, hint = _diagnose(event, expression, opname)
-        guard = self.guard
-        guard.record(
+        self.ctx.record(
             event.kind,
             attribution.frames_from(frame),
             hint=hint,
@@ -63,7 +64,7 @@ class EmulatedSyncDetector(Detector):
             source=self.name,
             data={"pattern": pattern, "op": event.op},
         )
-        if self.mode == "error" and (guard.phase == "step" or guard.policy.count_outside_steps):
+        if self.fails_fast():
             raise RuntimeError(f"{ERROR_MESSAGE}: {event.op}")
 
     def absorb_exception(self, exc: BaseException) -> bool:
@@ -95,15 +96,14 @@ def _first_outside(frame: types.FrameType | None) -> types.FrameType | None:
     return current or frame
 
 
-def _check_pipeline_placement(pipeline: Any, denoiser: str, device: Any) -> None:
+def _check_pipeline_placement(module: Any, denoiser: str, device: Any) -> None:
     """A pipeline left on the CPU would run unobserved and pass: refuse to guard it."""
-    module = getattr(pipeline, denoiser, None) if pipeline is not None else None
     parameters = getattr(module, "parameters", None)
     if parameters is None:
         return
     first = next(iter(parameters()), None)
     if first is not None and first.device.type != device.type:
-        raise RuntimeError(
+        raise CannotCheck(
             f"the emulate backend observes only tensors on its device, but the pipeline's {denoiser} is on "
             f"{first.device}: move the pipeline first, `pipe.to(pytest_nosync.devices.execution_device('emulate'))`"
         )

@@ -12,8 +12,9 @@ from typing import Any
 import torch
 
 from .. import attribution, hints
+from ..guard_options import GuardOptions
 from ..patching import Patches
-from .base import Detector
+from .base import Detector, StepContext
 
 ERROR_MESSAGE = "pytest-nosync: explicit synchronize inside a guarded step (fail-fast mode)"
 
@@ -29,12 +30,12 @@ def _targets() -> list[tuple[Any, str]]:
 class ExplicitSyncDetector(Detector):
     name = "explicit_sync"
 
-    def __init__(self, mode: str = "warn") -> None:
-        self.mode = mode
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
         self._patches = Patches()
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
         for owner, name in _targets():
             original = getattr(owner, name)
             self._patches.setattr(owner, name, self._wrap(original))
@@ -47,12 +48,12 @@ class ExplicitSyncDetector(Detector):
 
         @functools.wraps(original)
         def synchronize(*args: Any, **kwargs: Any) -> Any:
-            guard = detector.guard
-            if not guard.observing:  # the plugin's own synchronize (a profiler stopping)
+            ctx = detector.ctx
+            if not ctx.observing:  # the plugin's own synchronize (a profiler stopping)
                 return original(*args, **kwargs)
             frame = attribution.caller_frame()
             expression, _ = attribution.executing_expression(frame)
-            guard.record(
+            ctx.record(
                 "device_sync",
                 attribution.frames_from(frame),
                 hint=hints.hint_for("synchronize"),
@@ -60,7 +61,7 @@ class ExplicitSyncDetector(Detector):
                 source=detector.name,
                 data={"pattern": "synchronize"},
             )
-            if detector.mode == "error" and (guard.phase == "step" or guard.policy.count_outside_steps):
+            if detector.fails_fast():
                 raise RuntimeError(ERROR_MESSAGE)
             return original(*args, **kwargs)
 

@@ -10,7 +10,6 @@ denoiser's modules. Host time per step, and the part outside the denoiser's forw
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections import defaultdict
@@ -19,9 +18,10 @@ from typing import Any
 import torch
 
 from .. import attribution
-from ..findings import IN_STEP, Finding
+from ..findings import IN_STEP, Finding, Report
+from ..guard_options import GuardOptions
 from ..patching import Patches
-from .base import Detector
+from .base import Detector, StepContext
 
 HINT = (
     "a module-tree walk in every step: cache what it computes (dtype, device, hook registries) "
@@ -34,19 +34,19 @@ MIN_TREE = 64  # without a denoiser to compare with, a walk of this many modules
 class HostOverheadDetector(Detector):
     name = "host_overhead"
 
-    def __init__(self, warmup_steps: int = 1, max_walk_fraction: float = 0.25, max_host_ms: float | None = None):
-        self.warmup_steps = warmup_steps
-        self.max_walk_fraction = max_walk_fraction
-        self.max_host_ms = max_host_ms
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self.warmup_steps = options.warmup_steps
+        self.max_walk_fraction = options.max_walk_fraction
         self._patches = Patches()
         self.visits: dict[int, int] = defaultdict(int)
         self.tree_size = 0
         self.denoiser_ms: dict[int, float] = defaultdict(float)
         self._region_started: list[float] = []
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
-        denoiser = getattr(guard.pipeline, guard.denoiser, None) if guard.pipeline is not None else None
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        denoiser = ctx.denoiser
         if isinstance(denoiser, torch.nn.Module):
             self.tree_size = sum(1 for _ in denoiser.named_modules())
         original = torch.nn.Module.named_modules
@@ -64,9 +64,9 @@ class HostOverheadDetector(Detector):
         self._patches.undo()
 
     def _counted(self, root: Any, walk: Any, caller: Any) -> Any:
-        guard = self.guard
+        ctx = self.ctx
         frames = attribution.raw_frames(caller, limit=24)
-        step = guard.effective_step
+        step = ctx.effective_step
         visited = 0
         try:
             for item in walk:
@@ -77,7 +77,7 @@ class HostOverheadDetector(Detector):
                 self.visits[step] += visited
             if visited > self.threshold():
                 tree = f" of {self.tree_size}" if self.tree_size else ""
-                guard.record(
+                ctx.record(
                     "host_overhead",
                     frames,
                     hint=HINT,
@@ -92,7 +92,7 @@ class HostOverheadDetector(Detector):
         if entering:
             self._region_started.append(time.perf_counter())
         elif self._region_started:
-            step = self.guard.current_step
+            step = self.ctx.current_step
             elapsed = (time.perf_counter() - self._region_started.pop()) * 1e3
             if step is not None:
                 self.denoiser_ms[step] += elapsed
@@ -108,33 +108,15 @@ class HostOverheadDetector(Detector):
             if not (f.kind == "host_overhead" and f.phase == IN_STEP and (f.step or 0) < self.warmup_steps)
         ]
 
-    def findings(self) -> list[Finding]:
-        overhead = self._overhead_ms()
-        if self.max_host_ms is None or not overhead or statistics.median(overhead.values()) <= self.max_host_ms:
-            return []
-        median = statistics.median(overhead.values())
-        return [
-            Finding(
-                kind="host_overhead",
-                where="<host time>:0",
-                step=max(overhead),
-                phase=IN_STEP,
-                region="loop",
-                count=len(overhead),
-                hint="host work between denoiser calls: move it before the loop or onto the device",
-                detail=f"{median:.2f} ms/step outside the denoiser (budget {self.max_host_ms} ms)",
-                source=self.name,
-                data={"overhead_ms": overhead},
-            )
-        ]
-
     def _overhead_ms(self) -> dict[int, float]:
-        steps = self.guard.step_ms.items()
+        steps = self.ctx.step_ms.items()
         return {s: round(ms - self.denoiser_ms.get(s, 0.0), 3) for s, ms in steps if s >= self.warmup_steps}
 
-    def metrics(self) -> dict[str, Any]:
-        return {
-            "module_visits_per_step": {str(k): self.visits.get(k, 0) for k in sorted(self.guard.step_ms)},
-            "tree_size": self.tree_size,
-            "host_ms_outside_denoiser": {str(k): v for k, v in self._overhead_ms().items()},
-        }
+    def conclude(self, report: Report) -> None:
+        report.metrics["module_visits_per_step"] = {str(k): self.visits.get(k, 0) for k in sorted(self.ctx.step_ms)}
+        report.metrics["tree_size"] = self.tree_size
+        report.metrics["host_ms_outside_denoiser"] = {str(k): v for k, v in self._overhead_ms().items()}
+
+
+def detectors(options: GuardOptions) -> list[Detector]:
+    return [HostOverheadDetector(options)]

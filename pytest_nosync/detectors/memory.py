@@ -20,8 +20,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import attribution
-from ..findings import IN_STEP, Finding, Frame
-from .base import Detector
+from ..findings import IN_STEP, Finding, Frame, Report
+from ..guard_options import GuardOptions
+from .base import Detector, StepContext
 
 HINT = (
     "memory allocated here in every step stays alive: don't append per-step tensors to lists/caches, "
@@ -106,18 +107,17 @@ def _storage_key(tensor: torch.Tensor) -> Any:
 class MemoryDetector(Detector):
     name = "memory"
 
-    def __init__(self, backend: str, warmup_steps: int = 1, tolerance_bytes: int = 0) -> None:
-        self.backend = backend
-        self.warmup_steps = max(0, warmup_steps)
-        self.tolerance_bytes = tolerance_bytes
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self.warmup_steps = max(0, options.warmup_steps)
         self._tracker: AllocationTracker | None = None
         self._begin: dict[int, int] = {}
         self._end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
-        self._tracker = AllocationTracker(lambda: guard.effective_step)
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        self._tracker = AllocationTracker(lambda: ctx.effective_step)
         self._tracker.__enter__()
 
     def disarm(self) -> None:
@@ -125,7 +125,7 @@ class MemoryDetector(Detector):
             self._tracker.__exit__(None, None, None)
 
     def _amount(self) -> int:
-        if self.backend == "cuda":
+        if self.options.backend == "cuda":
             return torch.cuda.memory_allocated()
         assert self._tracker is not None
         return self._tracker.live_bytes
@@ -153,7 +153,7 @@ class MemoryDetector(Detector):
     def findings(self) -> list[Finding]:
         judged = self.judged_steps()
         growth = self.growth()
-        if len(judged) < 2 or not all(growth.get(s, 0) > self.tolerance_bytes for s in judged):
+        if len(judged) < 2 or not all(growth.get(s, 0) > 0 for s in judged):
             return []
         per_step = [growth[s] for s in judged]
         out = []
@@ -206,11 +206,13 @@ class MemoryDetector(Detector):
             data=data,
         )
 
-    def metrics(self) -> dict[str, Any]:
-        return {
-            "alloc_bytes_per_step": {str(k): v for k, v in self.growth().items()},
-            "alloc_warmup_steps": self.warmup_steps,
-        }
+    def conclude(self, report: Report) -> None:
+        report.metrics["alloc_bytes_per_step"] = {str(k): v for k, v in self.growth().items()}
+        report.metrics["alloc_warmup_steps"] = self.warmup_steps
+
+
+def detectors(options: GuardOptions) -> list[Detector]:
+    return [MemoryDetector(options)]
 
 
 def _human(n: int) -> str:

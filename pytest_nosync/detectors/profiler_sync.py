@@ -11,78 +11,32 @@ finding of its own, named by its function.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import replace
 from typing import Any
 
-import torch
-
 from .. import hints
 from ..attribution import attribute
-from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame
-from ..profiling.trace import STEP_PREFIX, SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
+from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame, Report
+from ..guard_options import GuardOptions
+from ..profiling.trace import SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
 
 
 class ProfilerSyncDetector(Detector):
     name = "profiler"
-    uses_profiler = True
+    uses_profiler = True  # the guard adds a tracer, whose one profiler session records the block
 
-    def __init__(self, keep_trace: str | None = None) -> None:
-        self.keep_trace = keep_trace
-        self._profiler: Any = None
-        self._step_range: Any = None
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
         self._tracer: Any = None
         self.trace: Trace | None = None
         self.syncs: list[tuple[SyncEvent, str, int | None]] = []
 
     def use_trace_from(self, tracer: Any) -> None:
-        """The guard traces anyway (detectors.tracer): read its trace, run no profiler of our own."""
         self._tracer = tracer
 
-    def arm(self, guard: Any) -> None:
-        super().arm(guard)
-        if self._tracer is not None:
-            return
-        from torch.profiler import ProfilerActivity, profile
-
-        activities = [ProfilerActivity.CPU]
-        if torch.cuda.is_available():
-            activities.append(ProfilerActivity.CUDA)
-        self._profiler = profile(activities=activities, with_stack=True)
-        self._profiler.__enter__()
-
-    def disarm(self) -> None:
-        if self._step_range is not None:
-            self._step_range.__exit__(None, None, None)
-            self._step_range = None
-        if self._profiler is None:
-            return
-        profiler, self._profiler = self._profiler, None
-        profiler.__exit__(None, None, None)
-        path = self.keep_trace or os.path.join(tempfile.mkdtemp(prefix="nosync-"), "trace.json")
-        profiler.export_chrome_trace(path)
-        try:
-            self.trace = Trace.load(path)
-        finally:
-            if not self.keep_trace:
-                os.remove(path)
-                os.rmdir(os.path.dirname(path))
-
-    def on_step_begin(self, step: int) -> None:
-        if self._tracer is not None:
-            return  # the tracer marks the steps
-        self._step_range = torch.autograd.profiler.record_function(f"{STEP_PREFIX}{step}")
-        self._step_range.__enter__()
-
-    def on_step_end(self, step: int) -> None:
-        if self._step_range is not None:
-            self._step_range.__exit__(None, None, None)
-            self._step_range = None
-
     def findings(self) -> list[Finding]:
-        if self._tracer is not None:
-            self.trace = self._tracer.load_trace()
+        self.trace = self._tracer.load_trace() if self._tracer is not None else None
         if self.trace is None:
             return []
         steps = self.trace.step_ranges()
@@ -110,12 +64,19 @@ class ProfilerSyncDetector(Detector):
                 result.append(_finding(sync, phase, step))
         return result
 
-    def metrics(self) -> dict[str, Any]:
+    def unchecked(self) -> str | None:
+        if self.trace is None:
+            reason = getattr(self._tracer, "skipped", None) or "the profiler recorded nothing"
+            return f"profiler confirmation of syncs did not run: {reason}"
+        return None
+
+    def conclude(self, report: Report) -> None:
         per_step: dict[str, int] = {}
         for _sync, phase, step in self.syncs:
             key = f"step{step}" if phase == IN_STEP else phase
             per_step[key] = per_step.get(key, 0) + 1
-        return {"profiler_syncs": per_step} if per_step else {}
+        if per_step:
+            report.metrics["profiler_syncs"] = per_step
 
 
 def _same_sync(finding: Finding, sync: SyncEvent, phase: str, step: int | None) -> bool:

@@ -18,31 +18,35 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from ..findings import Finding, Report
+from ..guard_options import GuardOptions
 from ..profiling import export
 from ..profiling.budgets import budget_findings
 from ..profiling.config import TraceConfig
 from ..profiling.diagnose import Diagnosis, diagnose
 from ..profiling.trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
-from .base import Detector
+from .base import Detector, StepContext
 from .profiler_ranges import CaptureWindow, NvtxRanges, ProfilerRanges
 from .profiler_session import ProfilerBusy, ProfilerSession
-
-if TYPE_CHECKING:
-    from ..guard import Guard
 
 
 class TraceDetector(Detector):
     name = "trace"
 
-    def __init__(self, config: TraceConfig, *, cudart: Any = None, nvtx: Any = None) -> None:
-        self.config = config
-        self.options = config.profiler
+    def __init__(
+        self, options: GuardOptions, readers: Sequence[Detector] = (), *, cudart: Any = None, nvtx: Any = None
+    ) -> None:
+        super().__init__(options)
+        self.config = options.trace or TraceConfig(mode="never")
+        self.budgets = options.trace_budgets
+        self.profiler_options = self.config.profiler
+        self.readers = list(readers)
         self._cudart = cudart
         self._nvtx = nvtx
         self.session: ProfilerSession | None = None
@@ -55,27 +59,32 @@ class TraceDetector(Detector):
         self.diagnosis: Diagnosis | None = None
         self.path: str | None = None
         self._decided = False
+        for reader in self.readers:
+            # Another detector reads this trace instead of running a second profiler (two cannot record at once);
+            # it needs Python stacks.
+            self.profiler_options = replace(self.profiler_options, with_stack=True)
+            reader.use_trace_from(self)
 
-    def share_with(self, detector: Detector) -> None:
-        """Let another profiler-based detector read this trace instead of running a second profiler (two cannot
-        record at once); it needs Python stacks."""
-        self.options = replace(self.options, with_stack=True)
-        detector.use_trace_from(self)
+    @property
+    def profiles(self) -> bool:
+        """Whether torch.profiler runs: a trace may be kept, budgets or a reader need one; never in nsys mode (nsys
+        and torch.profiler both drive CUPTI)."""
+        return not self.config.nsys and (self.config.mode != "never" or self.budgets.any or bool(self.readers))
 
     # ---- arm / steps / regions / disarm --------------------------------------------------------------
-    def arm(self, guard: Guard) -> None:
-        super().arm(guard)
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
         if self.config.nsys:
             if self._cudart is None and not torch.cuda.is_available():
                 raise RuntimeError("nsys mode needs a CUDA device: NVTX ranges and cudaProfilerStart/Stop")
             first, last = 0, None
-            if self.options.schedule is not None:
-                wait, warmup, active = self.options.schedule
+            if self.profiler_options.schedule is not None:
+                wait, warmup, active = self.profiler_options.schedule
                 first, last = wait + warmup, wait + warmup + active - 1
             self.nvtx = NvtxRanges(self._nvtx)
             self.window = CaptureWindow(first, last, self._cudart)
-        if self.config.profiles:
-            session = ProfilerSession(self.options)
+        if self.profiles:
+            session = ProfilerSession(self.profiler_options)
             try:
                 session.start()
             except ProfilerBusy as exc:
@@ -106,7 +115,7 @@ class TraceDetector(Detector):
         if self.window is not None:
             self.window.on_step_end(step)
         if self.session is not None:
-            with self.guard.unobserved():  # a schedule's last active step stops the profiler: it synchronizes
+            with self.ctx.unobserved():  # a schedule's last active step stops the profiler: it synchronizes
                 self.session.step()
 
     def on_region(self, name: str, entering: bool) -> None:
@@ -123,7 +132,7 @@ class TraceDetector(Detector):
             if close is None:
                 continue
             try:
-                with self.guard.unobserved():
+                with self.ctx.unobserved():
                     close()
             except Exception as exc:  # close the rest before reporting
                 errors.append(exc)
@@ -154,13 +163,13 @@ class TraceDetector(Detector):
         return self.diagnosis
 
     def findings(self) -> list[Finding]:
-        if not self.config.budgets.any:
+        if not self.budgets.any:
             return []
         diagnosis = self._diagnose()
-        return budget_findings(diagnosis, self.config.budgets, self.guard.warmup_steps) if diagnosis else []
+        return budget_findings(diagnosis, self.budgets, self.options.warmup_steps) if diagnosis else []
 
     # ---- keeping -------------------------------------------------------------------------------------
-    def _decide(self) -> None:
+    def _decide(self, report: Report) -> None:
         """After the guard judged its findings: keep, discard, or leave the decision to `config.defer`."""
         if self._decided:
             return
@@ -170,21 +179,18 @@ class TraceDetector(Detector):
         if not self.session.recorded:
             self.skipped = "nothing recorded: the block ended before the schedule's active steps"
             return
-        report = self.guard.report
         if self.config.mode == "always" or (self.config.mode == "on-failure" and report.passed is False):
-            self.keep()
+            self.keep(report.test_id)
         elif self.config.mode == "on-failure" and self.config.defer is not None:
             self.config.defer(PendingTrace(self, report))
         else:
             self.discard()
 
-    def keep(self) -> str | None:
+    def keep(self, name: str) -> str | None:
         """Write the trace file (once) and diagnose it; returns the path."""
         if self.path is None and self.load_trace() is not None and self._doc is not None:
             self._diagnose()
-            target = self.config.path or export.trace_path(
-                self.config.directory, self.guard.name or "nosync", self.config.gzip
-            )
+            target = self.config.path or export.trace_path(self.config.directory, name or "nosync", self.config.gzip)
             self.path = export.write(export.for_perfetto(self._doc), target, self.config.gzip or None)
             self._doc = None
         return self.path
@@ -194,20 +200,16 @@ class TraceDetector(Detector):
         if self.session is not None:
             self.session.release()
 
-    def metrics(self) -> dict[str, Any]:
-        self._decide()
-        out: dict[str, Any] = {}
+    def conclude(self, report: Report) -> None:
+        self._decide(report)
         if self.session is not None:  # timings of this block (step_ms, ...) were taken under the profiler
-            out["profiled"] = True
+            report.metrics["profiled"] = True
         if self.diagnosis is not None:
-            out["diagnosis"] = self.diagnosis.to_dict()
+            report.metrics["diagnosis"] = self.diagnosis.to_dict()
         if self.skipped:
-            out["trace_skipped"] = self.skipped
-        return out
-
-    def artifacts(self) -> dict[str, str]:
-        self._decide()
-        return {"trace": self.path} if self.path else {}
+            report.metrics["trace_skipped"] = self.skipped
+        if self.path:
+            report.artifacts["trace"] = self.path
 
 
 class PendingTrace:
@@ -222,7 +224,7 @@ class PendingTrace:
         tracer, self.tracer = self.tracer, None
         if tracer is None:
             return self.report.artifacts.get("trace")
-        path = tracer.keep()
+        path = tracer.keep(self.report.test_id)
         if path:
             self.report.artifacts["trace"] = path
         if tracer.diagnosis is not None:

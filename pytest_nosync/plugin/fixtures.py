@@ -1,38 +1,51 @@
-"""The `nosync` fixture: guard blocks of a test yourself and mark its steps."""
+"""The fixtures: `nosync` (guard blocks of a test yourself), and the suite's (targets, their pipelines, checks).
+
+    def test_loop(nosync, pipe):
+        with nosync.guard(pipe) as g:
+            pipe(prompt_embeds=..., callback_on_step_end=g.callback_on_step_end)
+
+    @pytest.mark.parametrize("nosync_target", [MY_TARGET], indirect=True)
+    def test_my_pipeline(nosync_check, nosync):
+        nosync.add_report(nosync_check("syncs"))
+
+A test that takes `nosync_target` without parametrizing it runs once per selected built-in target.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from .. import devices
-from ..baseline import Baseline
-from ..detectors.tracer import PendingTrace
 from ..findings import Report
 from ..guard import Guard
+from ..guard_options import GuardOptions, split_options
 from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
-from . import marks
-from . import options as settings
+from ..suite.checks import dynamo_device, run_check
+from ..suite.targets.base import CallContext, Target
+from . import options as table
+from .session import BASELINE, ITEM_REPORTS, PENDING_TRACES, add_report
 
-ITEM_REPORTS = pytest.StashKey[list[Report]]()
-PENDING_TRACES = pytest.StashKey[list[PendingTrace]]()
-BASELINE = pytest.StashKey[Baseline]()
-_MARKER_OPTIONS = pytest.StashKey[marks.MarkerOptions]()
+SUITE_DIR = Path(__file__).parent.parent / "suite"
+_MARKER = pytest.StashKey[dict[str, Any]]()
+_PIPELINES = pytest.StashKey[dict[tuple, Any]]()
 
 
-def marker_options(item: pytest.Item) -> marks.MarkerOptions:
-    """The validated options of the item's closest `nosync` marker (defaults without one)."""
-    cached = item.stash.get(_MARKER_OPTIONS, None)
-    if cached is not None:
-        return cached
-    marker = item.get_closest_marker("nosync")
-    options = marks.parse_marker(marker.args, marker.kwargs) if marker else marks.MarkerOptions()
-    item.stash[_MARKER_OPTIONS] = options
-    return options
+# ---- one test's GuardOptions -----------------------------------------------------------------------------------
+def marker_values(item: pytest.Item) -> dict[str, Any]:
+    """The validated arguments of the item's closest `nosync` marker ({} without one)."""
+    cached = item.stash.get(_MARKER, None)
+    if cached is None:
+        marker = item.get_closest_marker("nosync")
+        cached = item.stash[_MARKER] = table.parse_marker(marker.args, marker.kwargs) if marker else {}
+    return cached
 
 
 def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) -> KnownMatcher | None:
@@ -40,76 +53,52 @@ def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) 
     baseline = config.stash.get(BASELINE, None)
     if baseline is None:
         return None
-    try:
-        backend = devices.resolve(settings.of(config).backend)
-    except devices.BackendUnavailable:
-        backend = ""
-    return baseline.matcher(test_id, target, check, diffusers_version(), backend)
+    return baseline.matcher(test_id, target, check, diffusers_version(), table.of(config).backend)
 
 
-def trace_config(item: pytest.Item) -> TraceConfig:
-    """The run's trace settings with the test's marker budgets over them. In on-failure mode a passing block's
-    trace is held until the test's outcome is known (the plugin's makereport keeps or discards it), so a test
-    that fails after its guarded block still gets its trace."""
-    config = settings.of(item.config).trace
-    budgets = config.budgets.merged(marker_options(item).trace_budgets)
+def _trace(item: pytest.Item) -> TraceConfig | None:
+    """The run's trace settings. In on-failure mode a passing block's trace is held until the test's outcome is
+    known (the session's makereport keeps or discards it), so a test that fails after its block still gets one."""
+    settings = table.of(item.config)
+    if not settings.enabled:
+        return None
 
-    def hold(pending: PendingTrace) -> None:
+    def hold(pending: Any) -> None:
         item.stash.setdefault(PENDING_TRACES, []).append(pending)
 
-    return replace(config, budgets=budgets, defer=hold if config.mode == "on-failure" else None)
+    return replace(settings.trace, defer=hold if settings.trace.mode == "on-failure" else None)
 
 
-def guard_options(item: pytest.Item, check: str, target: str = "") -> dict[str, Any]:
-    """What every guard of a test shares: backend, mode (command line, then marker, then warn), the
-    marker's policy, the baseline's matcher for (target, check), and the test's id."""
-    opts = settings.of(item.config)
-    marker = marker_options(item)
-    return {
-        "backend": opts.backend,
-        "mode": opts.mode or marker.mode or "warn",
-        "policy": marker.policy,
-        "known": known_matcher(item.config, item.nodeid, target, check),
-        "name": item.nodeid,
-    }
+def guard_options(item: pytest.Item, check: str = "", target: str = "", **fixed: Any) -> GuardOptions:
+    """The test's GuardOptions (see plugin.options.resolve), with the baseline's matcher for (target, check);
+    `check` defaults to the marker's checks."""
+    settings = table.of(item.config)
+    marker = marker_values(item)
+    check = check or ",".join(marker.get("checks", GuardOptions.checks))
+    known = known_matcher(item.config, item.nodeid, target, check)
+    return table.resolve(settings, marker, backend=settings.backend, trace=_trace(item), known=known, **fixed)
 
 
-def add_report(item: pytest.Item, report: Report) -> None:
-    """Attach a report to the test: a failing one fails it after the test body returns."""
-    report.test_id = report.test_id or item.nodeid
-    item.stash.setdefault(ITEM_REPORTS, []).append(report)
-
-
+# ---- nosync ----------------------------------------------------------------------------------------------------
 class NosyncFixture:
-    """What the `nosync` fixture gives a test.
-
-        def test_loop(nosync, pipe):
-            with nosync.guard(pipe) as g:
-                pipe(prompt_embeds=..., callback_on_step_end=g.callback_on_step_end)
-
-    Guards take their checks and policy from the test's `nosync` marker and the command line. Without
-    --nosync they are disarmed: the block runs as plain code and nothing is checked.
-    """
+    """What the `nosync` fixture gives a test: guards whose checks and policy come from the test's `nosync` marker
+    and the command line. Without --nosync they are disarmed: the block runs as plain code, nothing is checked."""
 
     def __init__(self, item: pytest.Item) -> None:
         self.item = item
-        self.settings = settings.of(item.config)
-        self.options = marker_options(item)
 
     @property
     def enabled(self) -> bool:
-        return self.settings.enabled
+        return table.of(self.item.config).enabled
 
     def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
-        """A guard for one block; its report is attached to the test when the block exits."""
-        options: dict[str, Any] = {
-            **guard_options(self.item, ",".join(self.options.checks)),
-            "checks": self.options.checks,
-            "profile": self.settings.profile,
-            "trace": trace_config(self.item),
-        }
-        options.update(overrides)
-        return Guard(pipeline, enabled=self.enabled, on_finish=self.add_report, **options)
+        """A guard for one block; its report is attached to the test when the block exits. `overrides`: GuardOptions
+        fields, and the Guard's own arguments."""
+        fields, rest = split_options(overrides)
+        options = replace(guard_options(self.item), **fields)
+        return Guard(
+            pipeline, options, test_id=self.item.nodeid, enabled=self.enabled, on_finish=self.add_report, **rest
+        )
 
     def add_report(self, report: Report) -> None:
         add_report(self.item, report)
@@ -123,3 +112,140 @@ class NosyncFixture:
 def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
     """Guard blocks of the test and mark steps; see NosyncFixture."""
     return NosyncFixture(request.node)
+
+
+# ---- the suite ---------------------------------------------------------------------------------------------------
+def selected_targets(config: pytest.Config) -> list[Target]:
+    from ..suite.targets.registry import TARGETS
+
+    names = table.of(config).targets or tuple(TARGETS)
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise pytest.UsageError(f"--nosync-targets: unknown target {unknown[0]!r}; known: {', '.join(TARGETS)}")
+    return [TARGETS[n] for n in names]
+
+
+def add_suite_to_args(config: pytest.Config) -> None:
+    """--nosync-suite: collect the built-in suite; alone when no path was given on the command line."""
+    suite = str(SUITE_DIR)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        if suite not in config.args:
+            config.args.append(suite)
+    else:
+        config.args[:] = [suite]
+
+
+def generate_target_params(metafunc: pytest.Metafunc) -> None:
+    if "nosync_target" not in metafunc.fixturenames:
+        return
+    if any(m.args and m.args[0] == "nosync_target" for m in metafunc.definition.iter_markers("parametrize")):
+        return  # the test parametrizes its own targets
+    targets = selected_targets(metafunc.config)
+    metafunc.parametrize(
+        "nosync_target",
+        [pytest.param(t, id=t.name, marks=pytest.mark.xdist_group(t.name)) for t in targets],
+        indirect=True,
+    )
+
+
+def _dtype(settings: table.Settings) -> torch.dtype:
+    if settings.dtype:
+        return getattr(torch, settings.dtype)
+    return torch.bfloat16 if settings.backend == "cuda" else torch.float32
+
+
+@pytest.fixture
+def nosync_target(request: pytest.FixtureRequest) -> Target:
+    """The Target under test (a built-in one by name, or your own Target object)."""
+    from ..suite.targets.registry import TARGETS, missing_classes
+
+    target = request.param if hasattr(request, "param") else None
+    if isinstance(target, str):
+        if target not in TARGETS:
+            raise pytest.UsageError(f"unknown target {target!r}; known: {', '.join(TARGETS)}")
+        selected = table.of(request.config).targets
+        if selected and target not in selected:
+            pytest.skip(f"target {target} is not selected by --nosync-targets")
+        target = TARGETS[target]
+    if not isinstance(target, Target):
+        raise pytest.UsageError("nosync_target needs a parameter: a target name or a pytest_nosync Target")
+    missing = missing_classes(target)
+    if missing:
+        import diffusers
+
+        pytest.skip(
+            f"target {target.name}: diffusers {diffusers.__version__} has no {', '.join(missing)} "
+            "(needs a newer diffusers)"
+        )
+    return target
+
+
+@pytest.fixture
+def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
+    """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
+    settings = table.of(request.config)
+    try:
+        backend = devices.resolve(settings.backend)
+    except devices.BackendUnavailable as exc:
+        pytest.skip(str(exc))
+    device = torch.device(settings.device) if settings.device else devices.execution_device(backend)
+    return CallContext(device=device, dtype=_dtype(settings), steps=settings.steps)
+
+
+def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
+    """The target's pipeline on `device` in `dtype`, built once per session."""
+    from ..suite.targets.registry import TargetUnavailable, build_pipeline
+
+    checkpoint = table.of(request.config).checkpoint.get(target.name)
+    key = (target.name, id(target), str(device), str(dtype), checkpoint)
+    cache = request.config.stash.setdefault(_PIPELINES, {})
+    if key not in cache:
+        try:
+            cache[key] = build_pipeline(target, device, dtype, checkpoint=checkpoint)
+        except TargetUnavailable as exc:
+            pytest.skip(str(exc))
+    return cache[key]
+
+
+@pytest.fixture
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_call_context: CallContext) -> Any:
+    """The target's pipeline on the suite's device and dtype, built once per session."""
+    return _pipeline(request, nosync_target, nosync_call_context.device, nosync_call_context.dtype)
+
+
+@pytest.fixture
+def nosync_check(
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any, nosync_call_context: CallContext
+) -> Callable[[str], Report]:
+    """Run one of the suite's checks on the test's target pipeline and return its Report."""
+    ctx = nosync_call_context
+
+    def run(check: str) -> Report:
+        device, pipe = ctx.device, nosync_pipeline
+        if check == "graph_breaks" and dynamo_device(device) != device:
+            device = dynamo_device(device)
+            pipe = _pipeline(request, nosync_target, device, ctx.dtype)
+
+        def call_kwargs(steps: int) -> dict[str, Any]:
+            return nosync_target.call_kwargs(pipe, CallContext(device, ctx.dtype, steps, ctx.seed))
+
+        options = guard_options(request.node, check, nosync_target.name, denoiser=nosync_target.denoiser)
+        test_id, target = request.node.nodeid, nosync_target.name
+        return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=test_id, target=target)
+
+    return run
+
+
+@pytest.fixture
+def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[str, Any]]:
+    """The keyword arguments of a guard in this test for (check, target): its GuardOptions (with the baseline's
+    matcher scoped to them) and the report's names. `fixed`: GuardOptions fields the case decides (denoiser, ...).
+
+        regressions.unipc_case(config, device, **nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler"))
+    """
+
+    def kwargs(check: str, target: str = "", **fixed: Any) -> dict[str, Any]:
+        options = guard_options(request.node, check, target, **fixed)
+        return {"options": options, "test_id": request.node.nodeid, "check": check, "target": target}
+
+    return kwargs

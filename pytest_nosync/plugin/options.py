@@ -1,264 +1,363 @@
-"""Command-line options and ini keys, read once into Settings. CLI wins over ini."""
+"""The plugin's options: one table builds the command-line flags, the ini keys and the `nosync` marker's arguments.
+
+It is read once per run into Settings (the run's choices), and resolved per test into one GuardOptions: the
+command line wins, then the test's marker, then the ini file, then GuardOptions' own default. Bad values are
+usage errors that name the option.
+
+Recipes:
+  - an option that reaches a detector: one `Option(..., guard=True)` row (add `marker=True` if a test may set
+    it) and one GuardOptions field of the same name; the detector reads `self.options.<name>`.
+  - a run-wide option: one row (guard=False) and one Settings field of the same name.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pytest
 
+from ..detectors import CHECKS
 from ..devices import BACKENDS
-from ..profiling.budgets import parse_budgets
+from ..guard_options import MODES, GuardOptions
+from ..policy import parse_allow
+from ..profiling.budgets import NAMES as BUDGET_NAMES
+from ..profiling.budgets import TraceBudgets, parse_budgets
 from ..profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
 
-# (cli flag, ini key, ini type, default, help) — options whose value can also live in pyproject/pytest.ini
-_OPTIONS: tuple[tuple[str, str, str, Any, str], ...] = (
-    ("--nosync", "nosync", "bool", False, "turn the nosync checks on (off: marked tests run as plain tests)"),
-    (
-        "--nosync-mode",
-        "nosync_mode",
-        "string",
-        None,
-        "warn: collect every sync and fail once with all of them (default); "
-        "error: fail fast at the first sync inside a step (the raise lands on the offending line, for --pdb)",
-    ),
-    (
-        "--nosync-backend",
-        "nosync_backend",
-        "string",
-        "auto",
-        "cuda, emulate (CPU emulation) or auto (cuda when a GPU is visible)",
-    ),
-    (
-        "--nosync-profile",
-        "nosync_profile",
-        "bool",
-        False,
-        "also run each guarded block under torch.profiler to confirm syncs (slower)",
-    ),
-    ("--nosync-report", "nosync_report", "string", None, "write one JSON report of the run to this path"),
-    (
-        "--nosync-suite",
-        "nosync_suite",
-        "bool",
-        False,
-        "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu --nosync "
-        "--nosync-suite); without other paths, run only the suite",
-    ),
-    ("--nosync-targets", "nosync_targets", "string", None, "comma-separated targets of the suite (default: all)"),
-    ("--nosync-steps", "nosync_steps", "string", "2", "denoising steps of each measured call (at least 2)"),
-    (
-        "--nosync-dtype",
-        "nosync_dtype",
-        "string",
-        None,
-        "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 emulated)",
-    ),
-    ("--nosync-device", "nosync_device", "string", None, "device of the suite's pipelines (default: the backend's)"),
-    (
-        "--nosync-baseline",
-        "nosync_baseline",
-        "string",
-        None,
-        "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry that no "
-        "longer matches fails the run",
-    ),
-    (
-        "--nosync-baseline-write",
-        "nosync_baseline_write",
-        "string",
-        None,
-        "write the run's failing and known findings to this path as a new baseline",
-    ),
-    (
-        "--nosync-trace",
-        "nosync_trace",
-        "string",
-        None,
-        "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded block is "
-        "profiled, the trace is written only when the test fails) or never",
-    ),
-    ("--nosync-trace-dir", "nosync_trace_dir", "string", DEFAULT_DIR, "directory of the trace files (one per test id)"),
-    ("--nosync-trace-gzip", "nosync_trace_gzip", "bool", False, "write traces as .json.gz"),
-    ("--nosync-trace-shapes", "nosync_trace_shapes", "bool", False, "profiler: record input shapes (slower)"),
-    ("--nosync-trace-memory", "nosync_trace_memory", "bool", False, "profiler: record allocations (slower)"),
-    ("--nosync-trace-stack", "nosync_trace_stack", "bool", False, "profiler: record Python stacks (slower)"),
-    ("--nosync-trace-flops", "nosync_trace_flops", "bool", False, "profiler: estimate FLOPs (slower)"),
-    (
-        "--nosync-trace-schedule",
-        "nosync_trace_schedule",
-        "string",
-        None,
-        "WAIT,WARMUP,ACTIVE in denoising steps: record only the ACTIVE steps after WAIT+WARMUP (torch.profiler "
-        "schedule; the work before step 0 counts with step 0)",
-    ),
-    (
-        "--nosync-nsys",
-        "nosync_nsys",
-        "bool",
-        False,
-        "for `nsys profile --capture-range=cudaProfilerApi`: NVTX ranges per step and region, cudaProfilerStart/Stop "
-        "around the measured steps, and no torch.profiler",
-    ),
-)
-_DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "float32": "float32"}
+MISSING: Any = object()
+
+
+class OptionError(ValueError):
+    """A bad option or marker value; the message names it."""
+
+
+# ---- parsers: raw value (command-line text, ini text or a marker's Python value) → typed value ----------------
+def choice(*values: str) -> Callable[[Any], str]:
+    expected = " or ".join(repr(v) for v in values) if len(values) == 2 else "one of " + ", ".join(values)
+
+    def parse(raw: Any) -> str:
+        if raw not in values:
+            raise ValueError(f"must be {expected}, got {raw!r}")
+        return raw
+
+    return parse
+
+
+def whole_number(least: int) -> Callable[[Any], int]:
+    def parse(raw: Any) -> int:
+        text = str(raw)
+        if isinstance(raw, bool) or not text.isdigit() or int(text) < least:
+            raise ValueError(f"must be a whole number >= {least}, got {raw!r}")
+        return int(text)
+
+    return parse
+
+
+def flag(raw: Any) -> bool:
+    """Switches: a command-line switch and an ini bool arrive as bools already; a marker must give one."""
+    if not isinstance(raw, bool):
+        raise ValueError(f"must be True or False, got {raw!r}")
+    return raw
+
+
+def text(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"must be a non-empty string, got {raw!r}")
+    return raw.strip()
+
+
+def check_names(raw: Any) -> tuple[str, ...]:
+    names = (raw,) if isinstance(raw, str) else raw
+    if not isinstance(names, (tuple, list)) or not names:
+        raise ValueError(f"must be a non-empty list of check names, got {raw!r}")
+    unknown = [c for c in names if c not in CHECKS]
+    if unknown:
+        raise ValueError(f"has unknown check {unknown[0]!r}; expected some of {', '.join(CHECKS)}")
+    return tuple(names)
+
+
+def allow_list(raw: Any) -> tuple:
+    if isinstance(raw, (str, dict)) or not isinstance(raw, (tuple, list)):
+        raise ValueError(f"must be a list of (pattern, reason) pairs, got {raw!r}")
+    return parse_allow(raw, source="entry")
+
+
+def budgets(raw: Any) -> TraceBudgets:
+    if not isinstance(raw, (dict, list, tuple)):
+        raise ValueError(f"must be a dict of budget names to limits, got {raw!r}")
+    return parse_budgets(raw if isinstance(raw, dict) else list(raw), source="budget")
+
+
+def name_list(raw: Any) -> tuple[str, ...]:
+    return tuple(t.strip() for t in str(raw).split(",") if t.strip())
+
+
+DTYPES = {"bfloat16": "bfloat16", "bf16": "bfloat16", "float16": "float16", "fp16": "float16", "float32": "float32"}
+
+
+def dtype_name(raw: Any) -> str:
+    if raw not in DTYPES:
+        raise ValueError(f"must be one of bfloat16, float16, float32, got {raw!r}")
+    return DTYPES[raw]
+
+
+def checkpoints(raw: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for entry in raw:
+        name, sep, path = str(entry).partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ValueError(f"takes NAME=PATH (e.g. wan=/models/wan), got {entry!r}")
+        out[name.strip()] = path.strip()
+    return out
+
+
+def schedule(raw: Any) -> tuple[int, int, int]:
+    return parse_schedule(raw)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row: `name` is the GuardOptions field (guard=True) or the Settings field, the ini key `nosync_<name>`
+    and the marker argument (marker=True). `flag` "" means `--nosync-<name>`; None: no command-line flag."""
+
+    name: str
+    help: str
+    parse: Callable[[Any], Any] = text
+    kind: str = "value"  # value, bool (a switch), list (a repeatable flag, an ini line list)
+    flag: str | None = ""
+    ini: bool = True
+    marker: bool = False
+    guard: bool = False
+    default: Any = MISSING  # Settings' default; guard rows take GuardOptions' own
+    merge: Callable[[Any, Any], Any] | None = None  # (run's value, marker's value) → value; else the marker's wins
+    path: bool = False  # a path: from the ini file, relative to that file
+    key: str = ""  # the ini key and option dest, when not `nosync_<name>`
+
+    @property
+    def cli(self) -> str | None:
+        if self.flag is None:
+            return None
+        return self.flag or "--nosync-" + self.name.replace("_", "-")
+
+    @property
+    def ini_key(self) -> str:
+        return self.key or "nosync_" + self.name
+
+    def read(self, raw: Any, source: str) -> Any:
+        try:
+            return self.parse(raw)
+        except ValueError as exc:
+            raise OptionError(f"{source}: {exc}") from None
+
+
+TABLE: tuple[Option, ...] = (
+    Option("enabled", "turn the nosync checks on (off: marked tests run as plain tests)", flag, "bool", "--nosync",
+           default=False, key="nosync"),
+    # ---- per test: GuardOptions fields ------------------------------------------------------------------------
+    Option("mode", "warn: collect every sync and fail once with all of them (default); error: fail fast at the first "
+           "sync inside a step (the raise lands on the offending line, for --pdb)", choice(*MODES), marker=True,
+           guard=True),
+    Option("checks", f"checks of a marked test (one or more of {', '.join(CHECKS)})", check_names, flag=None, ini=False,
+           marker=True, guard=True),
+    Option("budget", "failing events a test tolerates", whole_number(0), flag=None, ini=False, marker=True,
+           guard=True),
+    Option("allow", "[(pattern, reason)]: places where a finding is accepted, each with its reason", allow_list,
+           flag=None, ini=False, marker=True, guard=True),
+    Option("count_outside_steps", "count findings before and after the denoising steps too", flag, "bool", flag=None,
+           ini=False, marker=True, guard=True),
+    Option("profile", "also confirm syncs with torch.profiler (slower)", flag, "bool", guard=True),
+    Option("trace_budgets", "NAME=VALUE: a budget on the trace's figures in steady-state steps "
+           f"({', '.join(BUDGET_NAMES)}); repeatable (a marker's trace_budgets={{name: limit}} override them per test)",
+           budgets, "list",
+           flag="--nosync-trace-budget", marker=True, guard=True, merge=TraceBudgets.merged),
+    # ---- the run ----------------------------------------------------------------------------------------------
+    Option("backend", "cuda, emulate (CPU emulation) or auto (cuda when a GPU is visible)", choice(*BACKENDS),
+           default="auto"),
+    Option("report", "write one JSON report of the run to this path", default=None, path=True),
+    Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
+           "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool", default=False),
+    Option("targets", "comma-separated targets of the suite (default: all)", name_list, default=()),
+    Option("steps", "denoising steps of each measured call (at least 2)", whole_number(2), default=2),
+    Option("dtype", "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 "
+           "emulated)", dtype_name, default=None),
+    Option("device", "device of the suite's pipelines (default: the backend's)", default=None),
+    Option("checkpoint", "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF "
+           "cache; safetensors only, no remote code); repeatable", checkpoints, "list", default={}),
+    Option("baseline", "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry "
+           "that no longer matches fails the run", default=None, path=True),
+    Option("baseline_write", "write the run's failing and known findings to this path as a new baseline", default=None,
+           path=True),
+    Option("trace", "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded "
+           "block is profiled, the trace is written only when the test fails) or never", choice(*TRACE_MODES),
+           default=None),
+    Option("trace_dir", "directory of the trace files (one per test id)", default=DEFAULT_DIR, path=True),
+    Option("trace_gzip", "write traces as .json.gz", flag, "bool", default=False),
+    Option("trace_shapes", "profiler: record input shapes (slower)", flag, "bool", default=False),
+    Option("trace_memory", "profiler: record allocations (slower)", flag, "bool", default=False),
+    Option("trace_stack", "profiler: record Python stacks (slower)", flag, "bool", default=False),
+    Option("trace_flops", "profiler: estimate FLOPs (slower)", flag, "bool", default=False),
+    Option("trace_schedule", "WAIT,WARMUP,ACTIVE in denoising steps: record only the ACTIVE steps after WAIT+WARMUP "
+           "(torch.profiler schedule; the work before step 0 counts with step 0)", schedule, default=None),
+    Option("nsys", "for `nsys profile --capture-range=cudaProfilerApi`: NVTX ranges per step and region, "
+           "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool", default=False),
+    Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
+           "error)", flag, "bool", ini=False, default=False),
+)  # fmt: skip
+ROWS = {o.name: o for o in TABLE}
+GUARD_ROWS = tuple(o for o in TABLE if o.guard)
+MARKER_ROWS = {o.name: o for o in TABLE if o.marker}
 
 
 @dataclass(frozen=True)
 class Settings:
+    """The run's choices, read once. `guard_cli`/`guard_ini`: the per-test options given on the command line and in
+    the ini file, resolved against each test's marker by `guard_options`."""
+
     enabled: bool = False
-    mode: str | None = None  # None: the marker's mode, else warn
     backend: str = "auto"
-    profile: bool = False
     report: str | None = None
     suite: bool = False
     targets: tuple[str, ...] = ()
     steps: int = 2
     dtype: str | None = None
     device: str | None = None
-    checkpoints: dict[str, str] = field(default_factory=dict)
+    checkpoint: dict[str, str] = field(default_factory=dict)
     baseline: str | None = None
     baseline_write: str | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
+    share_gpus: bool = False
+    guard_cli: Mapping[str, Any] = field(default_factory=dict)
+    guard_ini: Mapping[str, Any] = field(default_factory=dict)
+
+
+_SETTINGS_FIELDS = {f.name for f in fields(Settings)}
 
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("nosync", "pytest-nosync: no CPU-GPU syncs in diffusion pipelines")
-    for flag, ini, kind, default, help_text in _OPTIONS:
-        if kind == "bool":
-            group.addoption(flag, action="store_true", default=None, dest=ini, help=help_text)
-        else:
-            group.addoption(flag, action="store", default=None, dest=ini, metavar="VALUE", help=help_text)
-        parser.addini(ini, help=help_text, type=kind if kind == "bool" else "string", default=default)
-    group.addoption(
-        "--nosync-share-gpus",
-        action="store_true",
-        default=False,
-        dest="nosync_share_gpus",
-        help="with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an error)",
-    )
-    checkpoint_help = (
-        "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF cache; "
-        "safetensors only, no remote code); repeatable"
-    )
-    group.addoption(
-        "--nosync-checkpoint",
-        action="append",
-        default=None,
-        dest="nosync_checkpoint",
-        metavar="NAME=PATH",
-        help=checkpoint_help,
-    )
-    parser.addini("nosync_checkpoint", help=checkpoint_help, type="linelist", default=[])
-    budget_help = (
-        "NAME=VALUE: a budget on the trace's figures, checked in steady-state steps: max_gpu_idle_fraction, "
-        "max_cpu_ms_between_denoiser_calls, max_layout_transforms_per_step, max_copies_per_step; repeatable "
-        "(the marker's trace_budgets override them per test)"
-    )
-    group.addoption(
-        "--nosync-trace-budget",
-        action="append",
-        default=None,
-        dest="nosync_trace_budgets",
-        metavar="NAME=VALUE",
-        help=budget_help,
-    )
-    parser.addini("nosync_trace_budgets", help=budget_help, type="linelist", default=[])
+    for row in TABLE:
+        dest = row.ini_key
+        if row.cli is not None:
+            action = {"bool": "store_true", "list": "append"}.get(row.kind, "store")
+            extra = {} if row.kind == "bool" else {"metavar": "VALUE"}
+            group.addoption(row.cli, action=action, default=None, dest=dest, help=row.help, **extra)
+        if row.ini:
+            ini_type = {"bool": "bool", "list": "linelist"}.get(row.kind, "string")
+            parser.addini(dest, help=row.help, type=ini_type, default=[] if row.kind == "list" else None)
 
 
-def _value(config: pytest.Config, name: str) -> Any:
-    value = config.getoption(name)
-    if value is None:
-        value = config.getini(name)
-    return value if value != "" else None
-
-
-def _ini_relative(config: pytest.Config, name: str) -> str | None:
-    """A path option: from the command line as given, from the ini file relative to that file."""
-    given = config.getoption(name)
-    if given:
-        return given
-    value = config.getini(name) or None
-    if value and not os.path.isabs(value):
-        base = config.inipath.parent if config.inipath else config.rootpath
-        value = str(base / value)
-    return value
+def _given(config: pytest.Config, row: Option) -> tuple[Any, Any]:
+    """(command-line value, ini value) of a row, MISSING where not given."""
+    cli = config.getoption(row.ini_key, default=None) if row.cli is not None else None
+    ini = config.getini(row.ini_key) if row.ini else None
+    if row.kind == "bool":
+        ini = MISSING if ini in (None, False) else ini  # an ini switch only counts when set
+    return (MISSING if cli is None else cli), (MISSING if ini in (None, "", []) else ini)
 
 
 def read(config: pytest.Config) -> Settings:
     """Read and validate the options; bad values are usage errors naming the option."""
-    mode = _value(config, "nosync_mode")
-    if mode not in (None, "warn", "error"):
-        raise pytest.UsageError(f"--nosync-mode must be 'warn' or 'error', got {mode!r}")
-    backend = _value(config, "nosync_backend") or "auto"
-    if backend not in BACKENDS:
-        raise pytest.UsageError(f"--nosync-backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    steps_raw = _value(config, "nosync_steps") or "2"
-    if not str(steps_raw).isdigit() or int(steps_raw) < 2:
-        raise pytest.UsageError(f"--nosync-steps must be a whole number >= 2, got {steps_raw!r}")
-    dtype = _value(config, "nosync_dtype")
-    if dtype is not None and dtype not in _DTYPES:
-        raise pytest.UsageError(f"--nosync-dtype must be one of bfloat16, float16, float32, got {dtype!r}")
-    targets_raw = _value(config, "nosync_targets") or ""
-    targets = tuple(t.strip() for t in targets_raw.split(",") if t.strip())
-    checkpoints: dict[str, str] = {}
-    for entry in _value(config, "nosync_checkpoint") or []:
-        name, sep, path = entry.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise pytest.UsageError(f"--nosync-checkpoint takes NAME=PATH (e.g. wan=/models/wan), got {entry!r}")
-        checkpoints[name.strip()] = path.strip()
-    return Settings(
-        trace=_trace(config),
-        enabled=bool(_value(config, "nosync")),
-        mode=mode,
-        backend=backend,
-        profile=bool(_value(config, "nosync_profile")),
-        report=_value(config, "nosync_report"),
-        suite=bool(_value(config, "nosync_suite")),
-        targets=targets,
-        steps=int(steps_raw),
-        dtype=_DTYPES[dtype] if dtype else None,
-        device=_value(config, "nosync_device"),
-        checkpoints=checkpoints,
-        baseline=_ini_relative(config, "nosync_baseline"),
-        baseline_write=_value(config, "nosync_baseline_write"),
-    )
-
-
-def _trace(config: pytest.Config) -> TraceConfig:
-    mode = _value(config, "nosync_trace")
-    if mode is not None and mode not in TRACE_MODES:
-        raise pytest.UsageError(f"--nosync-trace must be one of {', '.join(TRACE_MODES)}, got {mode!r}")
-    nsys = bool(_value(config, "nosync_nsys"))
-    if nsys and mode == "always":
-        raise pytest.UsageError("--nosync-nsys and --nosync-trace always exclude each other: nsys records the trace")
-    schedule_raw = _value(config, "nosync_trace_schedule")
     try:
-        schedule = parse_schedule(schedule_raw) if schedule_raw else None
-    except ValueError as exc:
-        raise pytest.UsageError(f"--nosync-trace-schedule: {exc}") from None
-    try:
-        budgets = parse_budgets(_value(config, "nosync_trace_budgets") or [], source="--nosync-trace-budget")
-    except ValueError as exc:
+        return _read(config)
+    except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if nsys and budgets.any:
-        raise pytest.UsageError("--nosync-trace-budget needs torch.profiler's trace, which --nosync-nsys turns off")
-    options = ProfilerOptions(
-        record_shapes=bool(_value(config, "nosync_trace_shapes")),
-        profile_memory=bool(_value(config, "nosync_trace_memory")),
-        with_stack=bool(_value(config, "nosync_trace_stack")),
-        with_flops=bool(_value(config, "nosync_trace_flops")),
-        schedule=schedule,
+
+
+def _read(config: pytest.Config) -> Settings:
+    values: dict[str, Any] = {}
+    guard_cli: dict[str, Any] = {}
+    guard_ini: dict[str, Any] = {}
+    for row in TABLE:
+        cli, ini = _given(config, row)
+        if row.guard:
+            if cli is not MISSING:
+                guard_cli[row.name] = row.read(cli, row.cli or row.name)
+            if ini is not MISSING:
+                guard_ini[row.name] = row.read(ini, f"ini {row.ini_key}")
+            continue
+        if cli is not MISSING:
+            values[row.name] = row.read(cli, row.cli or row.name)
+        elif ini is not MISSING:
+            values[row.name] = row.read(ini, f"ini {row.ini_key}")
+            if row.path:
+                values[row.name] = _ini_relative(config, values[row.name])
+        else:
+            values[row.name] = row.default
+    trace = _trace(values, guard_cli.get("trace_budgets") or guard_ini.get("trace_budgets"))
+    # the trace rows (trace, trace_*, nsys) make up Settings.trace; the others are Settings fields of their name
+    settings = {k: v for k, v in values.items() if k in _SETTINGS_FIELDS and k != "trace"}
+    return Settings(**settings, trace=trace, guard_cli=guard_cli, guard_ini=guard_ini)
+
+
+def _ini_relative(config: pytest.Config, value: str) -> str:
+    """A path from the ini file is relative to that file."""
+    if os.path.isabs(value):
+        return value
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return str(base / value)
+
+
+def _trace(values: dict[str, Any], run_budgets: TraceBudgets | None) -> TraceConfig:
+    mode, nsys = values["trace"], values["nsys"]
+    if nsys and mode == "always":
+        raise OptionError("--nosync-nsys and --nosync-trace always exclude each other: nsys records the trace")
+    if nsys and run_budgets is not None and run_budgets.any:
+        raise OptionError("--nosync-trace-budget needs torch.profiler's trace, which --nosync-nsys turns off")
+    profiler = ProfilerOptions(
+        record_shapes=values["trace_shapes"],
+        profile_memory=values["trace_memory"],
+        with_stack=values["trace_stack"],
+        with_flops=values["trace_flops"],
+        schedule=values["trace_schedule"],
     )
     return TraceConfig(
         mode=mode or ("never" if nsys else "on-failure"),
-        directory=_value(config, "nosync_trace_dir") or DEFAULT_DIR,
-        gzip=bool(_value(config, "nosync_trace_gzip")),
-        profiler=options,
+        directory=values["trace_dir"],
+        gzip=values["trace_gzip"],
+        profiler=profiler,
         nsys=nsys,
-        budgets=budgets,
     )
+
+
+# ---- the marker ------------------------------------------------------------------------------------------------
+MARKER_HELP = (
+    "nosync(" + ", ".join(MARKER_ROWS) + "): guard the test body (or the `nosync` fixture's blocks); "
+    "active with --nosync. " + "; ".join(f"{name}: {row.help}" for name, row in MARKER_ROWS.items())
+)
+GPU_MARKER_HELP = "gpu: needs a CUDA device, or --nosync with the CPU emulation backend"
+
+
+def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The `@pytest.mark.nosync(...)` arguments, validated and typed. Raises OptionError naming the bad one."""
+    if args:
+        raise OptionError(
+            f"nosync marker takes keyword arguments only ({', '.join(MARKER_ROWS)}), got positional {args!r}"
+        )
+    unknown = [k for k in kwargs if k not in MARKER_ROWS]
+    if unknown:
+        raise OptionError(f"nosync marker: unknown argument {unknown[0]!r}; expected one of {', '.join(MARKER_ROWS)}")
+    return {name: MARKER_ROWS[name].read(value, f"nosync marker: {name!r}") for name, value in kwargs.items()}
+
+
+def resolve(settings: Settings, marker: Mapping[str, Any], **fixed: Any) -> GuardOptions:
+    """One test's GuardOptions: command line, then marker, then ini file, then GuardOptions' defaults; `fixed`
+    (backend, trace, known, denoiser, ...) is what the plugin itself decides."""
+    values: dict[str, Any] = {}
+    for row in GUARD_ROWS:
+        cli, mark, ini = (src.get(row.name, MISSING) for src in (settings.guard_cli, marker, settings.guard_ini))
+        run = cli if cli is not MISSING else ini
+        if row.merge is not None and mark is not MISSING and run is not MISSING:
+            values[row.name] = row.merge(run, mark)
+        elif cli is not MISSING:
+            values[row.name] = cli
+        elif mark is not MISSING:
+            values[row.name] = mark
+        elif ini is not MISSING:
+            values[row.name] = ini
+    return GuardOptions(**{**values, **fixed})
 
 
 SETTINGS = pytest.StashKey[Settings]()

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-GPU_LIST_KEY = "nosync_gpus"
 WORKER_GPU_KEY = "nosync_gpu"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
 
@@ -37,13 +36,6 @@ def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:
         f"worker gw{worker_index} has no GPU of its own ({len(gpus)} visible): use -n {len(gpus) or 1} "
         "or -n auto, or --nosync-share-gpus to let workers share GPUs"
     )
-
-
-def worker_index(config: pytest.Config) -> int | None:
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is None:
-        return None
-    return int(str(workerinput.get("workerid", "gw0")).lstrip("gw") or 0)
 
 
 def pin_worker(config: pytest.Config) -> str | None:

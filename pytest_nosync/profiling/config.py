@@ -1,4 +1,5 @@
-"""How a guarded block is traced: the export mode, the profiler's options, nsys mode and the budgets.
+"""How a guarded block is traced: the export mode, the profiler's options and nsys mode (budgets on the trace are
+GuardOptions.trace_budgets).
 
 Plain data, read by the tracer detector (detectors.tracer) and built from the plugin's options or by hand:
 
@@ -10,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-from .budgets import TraceBudgets
 
 TRACE_MODES = ("always", "on-failure", "never")
 DEFAULT_DIR = "nosync-traces"
@@ -33,7 +32,7 @@ class ProfilerOptions:
 @dataclass(frozen=True)
 class TraceConfig:
     """mode: "always" keeps every trace, "on-failure" (default) keeps a failing block's, "never" keeps none
-    (the block is still profiled when budgets are set: they are read off the trace).
+    (the block is still profiled when trace budgets are set: they are read off the trace).
 
     The file is `directory/<sanitised name>.json[.gz]` (the name defaults to the guard's, the test id), or
     `path` when given. `defer`: hand the keep-or-discard decision of a passing block to the caller (the plugin
@@ -46,7 +45,6 @@ class TraceConfig:
     gzip: bool = False
     profiler: ProfilerOptions = field(default_factory=ProfilerOptions)
     nsys: bool = False
-    budgets: TraceBudgets = field(default_factory=TraceBudgets)
     defer: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
@@ -54,14 +52,9 @@ class TraceConfig:
             raise ValueError(f"trace mode must be one of {', '.join(TRACE_MODES)}, got {self.mode!r}")
 
     @property
-    def profiles(self) -> bool:
-        """Whether torch.profiler runs: when a trace may be kept or budgets need one; never in nsys mode (nsys
-        and torch.profiler both drive CUPTI)."""
-        return not self.nsys and (self.mode != "never" or self.budgets.any)
-
-    @property
     def active(self) -> bool:
-        return self.nsys or self.profiles
+        """Whether a trace may be kept (torch.profiler) or nsys ranges are wanted."""
+        return self.nsys or self.mode != "never"
 
 
 def parse_schedule(text: str) -> tuple[int, int, int]:

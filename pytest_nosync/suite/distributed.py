@@ -40,7 +40,8 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
     import torch.distributed as dist
     from diffusers import ContextParallelConfig
 
-    from ..guard import Guard
+    from ..guard_options import GuardOptions
+    from .guarded_call import guarded_call
     from .targets.base import CallContext
     from .targets.registry import TARGETS, build_pipeline
 
@@ -61,21 +62,14 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
         denoiser.set_attention_backend("native" if mode == "ulysses" else "_native_cudnn")
         denoiser.enable_parallelism(config=config)
 
-        def call(guard: Guard | None = None) -> Any:
-            kwargs = target.call_kwargs(pipe, CallContext(device, dtype, steps))
-            if guard is not None:
-                kwargs["callback_on_step_end"] = guard.callback_on_step_end
-            with torch.no_grad():
-                return pipe(**kwargs)
+        def kwargs() -> dict[str, Any]:
+            return target.call_kwargs(pipe, CallContext(device, dtype, steps))
 
-        call()
-        guard = Guard(pipe, checks=("syncs",), backend="cuda", denoiser=target.denoiser)
-        with guard:
-            call(guard)
-        report = guard.report
-        report.target = target_name
-        report.check = f"context_parallel:{mode}{degree}"
-        report.test_id = f"rank{rank}"
+        with torch.no_grad():
+            pipe(**kwargs())  # warm-up
+        options = GuardOptions(checks=("syncs",), backend="cuda", denoiser=target.denoiser)
+        check = f"context_parallel:{mode}{degree}"
+        report = guarded_call(pipe, kwargs(), options, test_id=f"rank{rank}", check=check, target=target_name)
         report.metrics["world_size"] = world
         out.mkdir(parents=True, exist_ok=True)
         (out / RANK_REPORT.format(rank=rank)).write_text(json.dumps(report.to_dict()))

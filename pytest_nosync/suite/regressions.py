@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from ..findings import Report
+from ..findings import STATUS_FAIL, Report
 from ..guard import Guard
-from ..policy import KnownMatcher, Policy
-from ..policy import rejudge as policy_rejudge
+from ..guard_options import GuardOptions
+from .guarded_call import guarded_call
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
 
@@ -81,30 +81,28 @@ def scheduler_loop(
     steps: int = 8,
     *,
     begin_index: bool = True,
-    backend: str = "auto",
-    mode: str = "warn",
-    policy: Policy | None = None,
-    known: KnownMatcher | None = None,
-    name: str = "",
+    options: GuardOptions | None = None,
+    **report: str,
 ) -> Report:
-    """Drive a scheduler alone through `steps` steps under the sync guard (a stand-in denoiser on device)."""
+    """Drive a scheduler alone through `steps` steps under the sync guard (a stand-in denoiser on device).
+    `report`: the report's test_id, check and target."""
     scheduler.set_timesteps(steps, device=device)
     if begin_index and hasattr(scheduler, "set_begin_index"):
         scheduler.set_begin_index(0)
     generator = torch.Generator().manual_seed(0)
     sample = torch.randn((1, 4, 8, 8), generator=generator).to(device)
     timesteps = list(scheduler.timesteps.unbind(0))
-    guard = Guard(backend=backend, mode=mode, policy=policy, known=known, name=name)
+    guard = Guard(None, replace(options or GuardOptions(), checks=("syncs",)), **report)
     with guard:
         for t in timesteps:
             with guard.step(), guard.annotate("scheduler_step"):
                 model_output = sample * 0.1 + 0.05
                 sample = scheduler.step(model_output, t, sample, return_dict=False)[0]
-    guard.report.check = "syncs"
     return guard.report
 
 
 def unipc_case(config: UniPCConfig, device: torch.device, steps: int = 8, **guard: Any) -> Report:
+    """UniPC in `config`, driven alone: no sync in any step. `guard`: scheduler_loop's options and report names."""
     from diffusers import UniPCMultistepScheduler
 
     scheduler = UniPCMultistepScheduler(**config.scheduler_kwargs(steps))
@@ -121,11 +119,12 @@ def from_step_index_lookup(report: Report) -> Report:
     return _keep(report, lambda f: any(fr.function in INIT_INDEX_FUNCTIONS for fr in f.stack))
 
 
-def pipeline_begin_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
+def pipeline_begin_index_case(
+    pipe: Any, call_kwargs: dict[str, Any], options: GuardOptions | None = None, **report: str
+) -> Report:
     """A pipeline call's syncs that come from the scheduler looking up its first step index."""
-    report = from_step_index_lookup(_guarded_call(pipe, call_kwargs, **guard))
-    report.check = "set_begin_index"
-    return report
+    options = replace(options or GuardOptions(), checks=("syncs",))
+    return from_step_index_lookup(guarded_call(pipe, call_kwargs, options, **report))
 
 
 # ---- 3. cached hook registries -------------------------------------------------------------------
@@ -143,34 +142,33 @@ def cache_context_case(
     call_kwargs: Callable[[int], dict[str, Any]],
     steps: int = 3,
     cache_config: Any = None,
-    denoiser: str = "transformer",
-    **guard: Any,
+    options: GuardOptions | None = None,
+    **report: str,
 ) -> Report:
     """Module-tree walks per steady-state step caused by cache_context, with a cache hook enabled or not.
 
     `call_kwargs(steps)` returns fresh call kwargs. A warm-up call builds whatever the hooks cache.
     """
-    model = getattr(pipe, denoiser)
+    options = replace(options or GuardOptions(), checks=("host_overhead",), warmup_steps=1)
+    model = getattr(pipe, options.denoiser)
     if cache_config is not None:
         model.enable_cache(cache_config)
     try:
         with torch.no_grad():
             pipe(**call_kwargs(steps))
         kwargs = call_kwargs(steps)  # built outside the guard: the harness's copies are not the pipeline's
-        walks = _guarded_call(pipe, kwargs, checks=("host_overhead",), warmup_steps=1, denoiser=denoiser, **guard)
+        walks = guarded_call(pipe, kwargs, options, **report)
     finally:
         if cache_config is not None:
             model.disable_cache()
-    report = from_cache_context(walks)
-    report.check = "cache_context"
-    return report
+    return from_cache_context(walks)
 
 
 def cache_context_cost(model: Any, repeats: int = 50) -> dict[str, float]:
     """What one enter/exit of `model.cache_context` costs: modules visited and host microseconds."""
     with model.cache_context("warmup"):  # let the registries build (and cache) their child lists
         pass
-    g = Guard(checks=("host_overhead",), warmup_steps=0)
+    g = Guard(None, GuardOptions(checks=("host_overhead",), warmup_steps=0))
     with g:
         for _ in range(repeats):
             with g.step(), model.cache_context("cond"):
@@ -196,35 +194,23 @@ def from_denoiser_after_first_step(report: Report) -> Report:
     return _keep(report, lambda f: f.region == "transformer_forward" and (f.step or 0) >= 1)
 
 
-def modulate_index_case(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
+def modulate_index_case(
+    pipe: Any, call_kwargs: dict[str, Any], options: GuardOptions | None = None, **report: str
+) -> Report:
     """A zero_cond_t QwenImage transformer driven by an edit pipeline: no sync in its forward from step 2."""
     if not getattr(getattr(pipe, "transformer", None), "zero_cond_t", False):
         raise ValueError("the modulate_index case needs a QwenImage transformer with zero_cond_t=True")
     with torch.no_grad():
         pipe(**call_kwargs)
-    report = from_denoiser_after_first_step(_guarded_call(pipe, call_kwargs, **guard))
-    report.check = "modulate_index"
-    return report
+    options = replace(options or GuardOptions(), checks=("syncs",))
+    return from_denoiser_after_first_step(guarded_call(pipe, call_kwargs, options, **report))
 
 
 # ---- helpers -------------------------------------------------------------------------------------
 
 
-def _guarded_call(pipe: Any, call_kwargs: dict[str, Any], **guard: Any) -> Report:
-    """One pipeline call under a guard whose steps end at the pipeline's step callback."""
-    g = Guard(pipe, **guard)
-    with g, torch.no_grad():
-        pipe(**call_kwargs, callback_on_step_end=g.callback_on_step_end)
-    return g.report
-
-
 def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
     """The report with only the findings a case is about (their statuses kept), passed recomputed."""
     kept = [f for f in report.findings if wanted(f)]
-    return replace(report, findings=kept, passed=not any(f.status == "fail" for f in kept))
-
-
-def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
-    """The report judged again under the test's policy and baseline (e.g. a rank report from torchrun)."""
-    judged, passed = policy_rejudge(report.findings, policy, known)
-    return replace(report, findings=judged, passed=passed)
+    failing = any(f.status == STATUS_FAIL for f in kept)
+    return replace(report, findings=kept, passed=not failing and not report.not_checked)

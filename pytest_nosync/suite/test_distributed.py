@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
 
-from pytest_nosync.suite import distributed, regressions
+from pytest_nosync.plugin import options as nosync_options
+from pytest_nosync.policy import rejudge
+from pytest_nosync.suite import distributed
 
 pytestmark = pytest.mark.gpu
 WORLD = 2
@@ -21,7 +24,7 @@ WORLD = 2
 @pytest.mark.parametrize("mode", ["ulysses", "ring"])
 @pytest.mark.parametrize("nosync_target", ["flux", "wan"], indirect=True)
 def test_context_parallel_adds_no_sync_in_a_step(
-    mode, nosync_target, nosync_guard_options, nosync, tmp_path, request
+    mode, nosync_target, nosync_guard_kwargs, nosync, tmp_path, request
 ) -> None:
     if not torch.cuda.is_available() or torch.cuda.device_count() < WORLD:
         pytest.skip(f"needs {WORLD} GPUs visible to this process (run it without -n, on a runner with {WORLD}+)")
@@ -31,7 +34,7 @@ def test_context_parallel_adds_no_sync_in_a_step(
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
         "-m", "pytest_nosync.suite.distributed", "--target", nosync_target.name, "--mode", mode, "--out", str(tmp_path),
-        "--steps", str(request.config.getoption("nosync_steps") or 2),
+        "--steps", str(nosync_options.of(request.config).steps),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     missing = [r for r in range(WORLD) if not (tmp_path / distributed.RANK_REPORT.format(rank=r)).exists()]
@@ -41,8 +44,7 @@ def test_context_parallel_adds_no_sync_in_a_step(
         detail = "\n".join(rank_lines[-40:]) or done.stderr[-3000:]
         pytest.fail(f"ranks {missing} wrote no report (exit {done.returncode}):\n{detail}", pytrace=False)
     check = f"context_parallel:{mode}{WORLD}"
-    options = nosync_guard_options(check, nosync_target.name)
+    options = nosync_guard_kwargs(check, nosync_target.name)["options"]
     for report in distributed.read_reports(tmp_path, WORLD):
-        judged = regressions.rejudge(report, options["policy"], options["known"])
-        judged.check, judged.target = check, nosync_target.name
-        nosync.add_report(judged)
+        judged = rejudge(report, options.policy, options.known)
+        nosync.add_report(replace(judged, test_id=f"{request.node.nodeid}[{report.test_id}]"))

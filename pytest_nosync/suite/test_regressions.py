@@ -14,48 +14,39 @@ from pytest_nosync.suite.targets.base import CallContext
 pytestmark = pytest.mark.gpu
 
 
-def _report(report, check: str, target: str = ""):
-    report.check, report.target = check, target
-    return report
-
-
 @pytest.mark.parametrize("config", regressions.unipc_configs(), ids=lambda c: c.id)
-def test_unipc_steps_are_sync_free(config, nosync_call_context, nosync_guard_options, nosync) -> None:
+def test_unipc_steps_are_sync_free(config, nosync_call_context, nosync_guard_kwargs, nosync) -> None:
     """UniPC after set_begin_index: no sync in any step, in every configuration people use."""
-    pytest.importorskip("diffusers")
-    options = nosync_guard_options("regression:unipc", "UniPCMultistepScheduler")
-    report = regressions.unipc_case(config, nosync_call_context.device, **options)
-    nosync.add_report(_report(report, "regression:unipc", "UniPCMultistepScheduler"))
+    guard = nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler")
+    nosync.add_report(regressions.unipc_case(config, nosync_call_context.device, **guard))
 
 
 @pytest.mark.parametrize("scheduler", ["FlowMatchEulerDiscreteScheduler", "UniPCMultistepScheduler"])
 def test_scheduler_first_step_after_set_begin_index(
-    scheduler, nosync_call_context, nosync_guard_options, nosync
+    scheduler, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Every scheduler the targets use: with set_begin_index(0), the first step does no index lookup sync."""
     import diffusers
 
     cls = getattr(diffusers, scheduler)
     kwargs = {"prediction_type": "flow_prediction", "use_flow_sigmas": True} if "UniPC" in scheduler else {}
-    options = nosync_guard_options("regression:set_begin_index", scheduler)
-    report = regressions.scheduler_loop(cls(**kwargs), nosync_call_context.device, 4, **options)
-    nosync.add_report(_report(regressions.from_step_index_lookup(report), "regression:set_begin_index", scheduler))
+    guard = nosync_guard_kwargs("regression:set_begin_index", scheduler)
+    report = regressions.scheduler_loop(cls(**kwargs), nosync_call_context.device, 4, **guard)
+    nosync.add_report(regressions.from_step_index_lookup(report))
 
 
 def test_pipeline_calls_set_begin_index(
-    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Behaviourally: the target's first step has no sync from the scheduler looking up its index."""
-    ctx = nosync_call_context
-    kwargs = nosync_target.call_kwargs(nosync_pipeline, ctx)
-    options = nosync_guard_options("regression:set_begin_index", nosync_target.name)
-    report = regressions.pipeline_begin_index_case(nosync_pipeline, kwargs, denoiser=nosync_target.denoiser, **options)
-    nosync.add_report(_report(report, "regression:set_begin_index", nosync_target.name))
+    kwargs = nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+    guard = nosync_guard_kwargs("regression:set_begin_index", nosync_target.name, denoiser=nosync_target.denoiser)
+    nosync.add_report(regressions.pipeline_begin_index_case(nosync_pipeline, kwargs, **guard))
 
 
 @pytest.mark.parametrize("cache", ["no_cache", "first_block_cache"])
 def test_cache_context_does_not_walk_the_tree(
-    cache, nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+    cache, nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Entering/leaving cache_context in a steady-state step walks no module tree (cached registries)."""
     import diffusers
@@ -71,11 +62,9 @@ def test_cache_context_does_not_walk_the_tree(
     def call_kwargs(steps: int) -> dict:
         return nosync_target.call_kwargs(nosync_pipeline, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
 
-    options = nosync_guard_options("regression:cache_context", nosync_target.name)
+    guard = nosync_guard_kwargs("regression:cache_context", nosync_target.name, denoiser=nosync_target.denoiser)
     try:
-        report = regressions.cache_context_case(
-            nosync_pipeline, call_kwargs, 3, config, denoiser=nosync_target.denoiser, **options
-        )
+        report = regressions.cache_context_case(nosync_pipeline, call_kwargs, 3, config, **guard)
     except (ValueError, TypeError) as exc:
         if config is None:
             raise
@@ -83,15 +72,14 @@ def test_cache_context_does_not_walk_the_tree(
         # missing, or its hook failing on the block's outputs): nothing to measure, and not this case's bug.
         pytest.skip(f"{cache} does not run on {nosync_target.name} in diffusers {diffusers.__version__}: {exc}")
     report.metrics["cache_context_cost"] = regressions.cache_context_cost(denoiser)
-    nosync.add_report(_report(report, "regression:cache_context", nosync_target.name))
+    nosync.add_report(report)
 
 
 @pytest.mark.parametrize("nosync_target", ["qwenimage_edit"], indirect=True)
 def test_modulate_index_is_built_once(
-    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_options, nosync
+    nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """zero_cond_t QwenImage: steps 2..N build no modulate_index from a Python list (no host→device copy)."""
     kwargs = nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
-    options = nosync_guard_options("regression:modulate_index", nosync_target.name)
-    report = regressions.modulate_index_case(nosync_pipeline, kwargs, **options)
-    nosync.add_report(_report(report, "regression:modulate_index", nosync_target.name))
+    guard = nosync_guard_kwargs("regression:modulate_index", nosync_target.name)
+    nosync.add_report(regressions.modulate_index_case(nosync_pipeline, kwargs, **guard))

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.suite.checks import CheckOptions, dynamo_device, run_check
+from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.suite.checks import dynamo_device, run_check
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 from tests.twins import pipeline_twins
@@ -33,19 +34,19 @@ def pipe(device: torch.device, request: pytest.FixtureRequest):
     pipeline_twins.uninstall(pipe.transformer)
 
 
-def _options(pipe, device: torch.device, backend: str) -> CheckOptions:
+def _run(check: str, pipe, backend: str):
     device = pipe.transformer.device  # the graph check may run on the plain CPU (see checks.dynamo_device)
 
     def call_kwargs(steps: int) -> dict:
         return TARGET.call_kwargs(pipe, CallContext(device, torch.float32, steps))
 
-    return CheckOptions(call_kwargs=call_kwargs, steps=2, backend=backend, target=TARGET.name)
+    return run_check(check, pipe, call_kwargs, GuardOptions(backend=backend), steps=2, target=TARGET.name)
 
 
 @pytest.mark.parametrize("twin", list(pipeline_twins.TWINS))
 def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
     pipeline_twins.TWINS[twin](pipe.transformer)
-    report = run_check(CHECK_OF.get(twin, twin), pipe, _options(pipe, device, backend))
+    report = _run(CHECK_OF.get(twin, twin), pipe, backend)
     expected = pipeline_twins.line_of(twin)
     assert report.passed is False, report.findings
     assert (KIND[twin], expected) in {(f.kind, f.where) for f in report.failures}, report.findings
@@ -53,5 +54,5 @@ def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
 
 @pytest.mark.parametrize("check", ["syncs", "graph_breaks", "alloc_growth", "host_overhead"])
 def test_clean_twin_passes(check: str, pipe, device, backend) -> None:
-    report = run_check(check, pipe, _options(pipe, device, backend))
+    report = _run(check, pipe, backend)
     assert report.passed, report.findings

@@ -9,8 +9,6 @@ import pytest
 from pytest_nosync.baseline import SCHEMA, Baseline, BaselineError, Entry, entries_from
 from pytest_nosync.findings import Finding, Report
 
-pytest_plugins = ["pytester"]
-
 TESTS = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge

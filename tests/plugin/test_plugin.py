@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 FAILING_REPORT = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge

@@ -7,7 +7,6 @@ import json
 import pytest
 
 pytest.importorskip("xdist")
-pytest_plugins = ["pytester"]
 
 WORKER_ENV = """
 import os, pytest

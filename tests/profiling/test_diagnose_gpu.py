@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -210,12 +211,14 @@ def test_the_profilers_stop_synchronize_is_not_the_pipelines() -> None:
 
 def test_the_profiler_sync_detector_leaves_the_profilers_stop_out_too() -> None:
     from pytest_nosync.detectors.profiler_sync import ProfilerSyncDetector
+    from pytest_nosync.guard_options import GuardOptions
 
     events = json.loads((DATA / "gpu_eager.json").read_text())["traceEvents"]
     last = max(e["ts"] + e.get("dur", 0) for e in events if e.get("ph") == "X")
     stop = {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": synthetic.PID,
             "tid": synthetic.TID, "ts": last + 10, "dur": 50, "args": {"correlation": 99999}}  # fmt: skip
-    detector = ProfilerSyncDetector()
-    detector.trace = Trace([*events, stop])
+    detector = ProfilerSyncDetector(GuardOptions(profile=True))
+    trace = Trace([*events, stop])
+    detector.use_trace_from(SimpleNamespace(load_trace=lambda: trace))
     detector.findings()
     assert [(s.call, phase, step) for s, phase, step in detector.syncs] == [("cudaStreamSynchronize", "step", 2)]

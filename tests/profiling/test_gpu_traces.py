@@ -44,7 +44,7 @@ def pipe() -> TinyPipeline:
 
 def _run(pipe: TinyPipeline, config: TraceConfig, steps: int = 3, **options: Any) -> Any:
     options.setdefault("checks", ("host_overhead",))
-    with torch.no_grad(), nosync_guard(pipe, trace=config, name="tests/gpu.py::test", **options) as g:
+    with torch.no_grad(), nosync_guard(pipe, trace=config, test_id="tests/gpu.py::test", **options) as g:
         pipe(num_inference_steps=steps, callback_on_step_end=g.callback_on_step_end)
     return g.report
 
@@ -124,8 +124,8 @@ def test_nsys_mode_with_real_nvtx_and_cudart(pipe: TinyPipeline, monkeypatch: py
 
     original = tracer.TraceDetector.__init__
 
-    def with_spy(self: Any, config: TraceConfig, **kw: Any) -> None:
-        original(self, config, cudart=Spy(torch.cuda.cudart()))
+    def with_spy(self: Any, options: Any, readers: Any = (), **kw: Any) -> None:
+        original(self, options, readers, cudart=Spy(torch.cuda.cudart()))
 
     monkeypatch.setattr(tracer.TraceDetector, "__init__", with_spy)
     report = _run(pipe, TraceConfig(nsys=True, profiler=ProfilerOptions(schedule=(1, 0, 1))))

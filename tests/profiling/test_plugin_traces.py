@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
 TESTS = """
 import pytest
 import torch
@@ -144,7 +142,7 @@ def test_unwritable_trace_dir_is_a_usage_error(pytester: pytest.Pytester) -> Non
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--nosync-trace=sometimes"], "*--nosync-trace must be one of always, on-failure, never*"),
+        (["--nosync-trace=sometimes"], "*--nosync-trace: must be one of always, on-failure, never*"),
         (["--nosync-trace-schedule=1,2"], "*--nosync-trace-schedule: expected WAIT,WARMUP,ACTIVE*"),
         (["--nosync-trace-budget=max_idle=1"], "*unknown budget 'max_idle'*"),
         (["--nosync-nsys", "--nosync-trace=always"], "*exclude each other*"),

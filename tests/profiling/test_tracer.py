@@ -13,6 +13,7 @@ import torch
 from pytest_nosync import nosync_guard
 from pytest_nosync.detectors.base import Detector
 from pytest_nosync.detectors.profiler_ranges import NvtxRanges
+from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.budgets import TraceBudgets
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
 from pytest_nosync.profiling.diagnose import Diagnosis
@@ -25,7 +26,7 @@ STACKS = ProfilerOptions(with_stack=True, profile_memory=True)
 
 
 def _run(pipe: TinyPipeline, config: TraceConfig, steps: int = 3, name: str = "tests/t.py::test_x", **kw: Any):
-    with torch.no_grad(), nosync_guard(pipe, checks=("host_overhead",), trace=config, name=name, **kw) as g:
+    with torch.no_grad(), nosync_guard(pipe, checks=("host_overhead",), trace=config, test_id=name, **kw) as g:
         pipe(num_inference_steps=steps, callback_on_step_end=g.callback_on_step_end)
     return g.report
 
@@ -78,11 +79,11 @@ def test_the_planted_sleep_is_the_longest_host_work_of_its_step(pipe: TinyPipeli
 
 def test_on_failure_keeps_only_a_failing_blocks_trace(pipe: TinyPipeline, tmp_path: Path) -> None:
     budgets = TraceBudgets(max_cpu_ms_between_denoiser_calls=10.0)
-    config = TraceConfig(directory=str(tmp_path), profiler=STACKS, budgets=budgets)
-    passing = _run(pipe, config, name="tests/t.py::test_passes")
+    config = TraceConfig(directory=str(tmp_path), profiler=STACKS)
+    passing = _run(pipe, config, name="tests/t.py::test_passes", trace_budgets=budgets)
     assert passing.passed and passing.artifacts == {} and not list(tmp_path.iterdir())
     pipe.scheduler.stall = {1: 0.02}
-    failing = _run(pipe, config, name="tests/t.py::test_fails")
+    failing = _run(pipe, config, name="tests/t.py::test_fails", trace_budgets=budgets)
     assert failing.passed is False
     (finding,) = failing.failures
     assert (finding.kind, finding.step, finding.region) == ("host_overhead", 1, "scheduler_step")
@@ -97,7 +98,7 @@ def test_never_profiles_only_for_budgets(pipe: TinyPipeline, tmp_path: Path) -> 
     report = _run(pipe, config)
     assert report.artifacts == {} and "diagnosis" not in report.metrics and "profiled" not in report.metrics
     budgets = TraceBudgets(max_cpu_ms_between_denoiser_calls=1000.0)
-    report = _run(pipe, TraceConfig(mode="never", directory=str(tmp_path), budgets=budgets))
+    report = _run(pipe, TraceConfig(mode="never", directory=str(tmp_path)), trace_budgets=budgets)
     assert report.passed and report.artifacts == {} and "diagnosis" in report.metrics
     assert not list(tmp_path.iterdir())
 
@@ -150,8 +151,8 @@ def _nsys_run(pipe: TinyPipeline, schedule: tuple[int, int, int] | None, steps: 
     config = TraceConfig(nsys=True, profiler=ProfilerOptions(schedule=schedule))
     original = tracer.TraceDetector.__init__
 
-    def with_fakes(self: Any, config: TraceConfig, **kw: Any) -> None:
-        original(self, config, cudart=fake, nvtx=fake)
+    def with_fakes(self: Any, options: GuardOptions, readers: Any = (), **kw: Any) -> None:
+        original(self, options, readers, cudart=fake, nvtx=fake)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tracer.TraceDetector, "__init__", with_fakes)
@@ -199,8 +200,8 @@ def test_state_is_restored_when_the_block_raises(pipe: TinyPipeline, tmp_path: P
     fake = FakeCuda()
     original = tracer.TraceDetector.__init__
 
-    def with_fakes(self: Any, config: TraceConfig, **kw: Any) -> None:
-        original(self, config, cudart=fake, nvtx=fake)
+    def with_fakes(self: Any, options: GuardOptions, readers: Any = (), **kw: Any) -> None:
+        original(self, options, readers, cudart=fake, nvtx=fake)
 
     for config in (TraceConfig(mode="always", directory=str(tmp_path)), TraceConfig(nsys=True)):
         with pytest.MonkeyPatch.context() as mp, pytest.raises(ValueError, match="scheduler failed"):
@@ -229,6 +230,7 @@ class TraceReader(Detector):
     uses_profiler = True
 
     def __init__(self) -> None:
+        super().__init__(GuardOptions())
         self.tracer: Any = None
         self.steps: list[int] = []
 
@@ -243,7 +245,7 @@ class TraceReader(Detector):
 def test_profiler_detectors_read_the_tracers_trace(pipe: TinyPipeline, tmp_path: Path) -> None:
     reader = TraceReader()
     _run(pipe, TraceConfig(mode="on-failure", directory=str(tmp_path)), detectors=[reader])
-    assert reader.tracer.options.with_stack  # they need Python stacks
+    assert reader.tracer.profiler_options.with_stack  # they need Python stacks
     assert reader.steps == [0, 1, 2]
     assert not list(tmp_path.iterdir())  # a passing block: read, not kept
 
@@ -273,12 +275,14 @@ def test_the_profilers_own_synchronize_is_no_finding(
 
         monkeypatch.setattr(ProfilerSession, name, and_sync)
     config = TraceConfig(mode="always", directory=str(tmp_path), profiler=ProfilerOptions(schedule=(0, 1, 1)))
-    report = _run(pipe, config, detectors=[ExplicitSyncDetector("error")])
+    report = _run(pipe, config, detectors=[ExplicitSyncDetector(GuardOptions(mode="error"))])
     assert report.passed and not report.of_kind("device_sync")
     assert len(synced) == 4  # three step ends and the stop at the end
     with (
         pytest.raises(RuntimeError, match="explicit synchronize"),
-        nosync_guard(pipe, checks=("host_overhead",), detectors=[ExplicitSyncDetector("error")], trace=config) as g,
+        nosync_guard(
+            pipe, checks=("host_overhead",), detectors=[ExplicitSyncDetector(GuardOptions(mode="error"))], trace=config
+        ) as g,
     ):
         g.begin_step()
         torch.cuda.synchronize()

@@ -7,6 +7,7 @@ import inspect
 import pytest
 import torch
 
+from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.suite import regressions
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
@@ -26,12 +27,12 @@ def _pipe(name: str, device: torch.device):
 
 def test_pipeline_without_set_begin_index_is_caught(backend, device, monkeypatch) -> None:
     pipe, call_kwargs = _pipe("flux", device)
-    clean = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), backend=backend)
+    clean = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert clean.passed and clean.findings == []
 
     # The pre-fix pipeline: set_begin_index is never called, so step 0 looks its index up on the device.
     monkeypatch.setattr(pipe.scheduler, "set_begin_index", lambda begin_index=0: None)
-    forgot = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), backend=backend)
+    forgot = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert not forgot.passed
     wheres = {f.where.rsplit("/", 1)[-1].split(":")[0] for f in forgot.failures}
     assert wheres == {"scheduling_flow_match_euler_discrete.py"}, forgot.findings
@@ -44,11 +45,11 @@ def test_cache_context_walk_is_caught(backend, device, monkeypatch) -> None:
     if not hasattr(HookRegistry, "_get_child_registries"):
         pytest.skip("this diffusers predates cached hook registries (the case fails on it by itself)")
     pipe, call_kwargs = _pipe("flux", device)
-    clean = regressions.cache_context_case(pipe, call_kwargs, 3, backend=backend)
+    clean = regressions.cache_context_case(pipe, call_kwargs, 3, options=GuardOptions(backend=backend))
     assert clean.passed, clean.findings
 
     monkeypatch.setattr(HookRegistry, "_get_child_registries", hooks_prefix.walking_child_registries)
-    walked = regressions.cache_context_case(pipe, call_kwargs, 3, backend=backend)
+    walked = regressions.cache_context_case(pipe, call_kwargs, 3, options=GuardOptions(backend=backend))
     assert not walked.passed
     assert {(f.kind, f.where) for f in walked.failures} == {("host_overhead", hooks_prefix.walk_line())}
     assert {f.step for f in walked.failures} == {1, 2}
@@ -80,13 +81,13 @@ def _modulate_index_line() -> str:
 
 def test_modulate_index_case(backend, device) -> None:
     pipe, call_kwargs = _pipe("qwenimage_edit", device)
-    rebuilt = regressions.modulate_index_case(pipe, call_kwargs(2), backend=backend)
+    rebuilt = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     # diffusers up to 0.42.1 rebuilds the index from a Python list in every forward: the case fails there.
     assert not rebuilt.passed
     assert {(f.kind, f.where) for f in rebuilt.failures} == {("htod_sync", _modulate_index_line())}
     assert {f.step for f in rebuilt.failures} == {1}
 
     with ReuseIntIndexTensors() as reuse:
-        cached = regressions.modulate_index_case(pipe, call_kwargs(2), backend=backend)
+        cached = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert reuse.hits > 0
     assert cached.passed and cached.findings == [], cached.findings

@@ -8,8 +8,6 @@ from typing import Any
 
 import torch
 
-ALL_CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
-
 
 @dataclass(frozen=True)
 class CallContext:
@@ -38,6 +36,5 @@ class Target:
     call_kwargs: Callable[[Any, CallContext], dict[str, Any]]
     text_encoding: str
     denoiser: str = "transformer"
-    checks: tuple[str, ...] = ALL_CHECKS
     description: str = ""
     extra_classes: tuple[str, ...] = field(default_factory=tuple)

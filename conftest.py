@@ -1,4 +1,5 @@
-"""Shared fixtures of the plugin's own tests."""
+"""The repository's shared test fixtures: the backend parametrization of detector tests, and pytester for the
+tests that run real pytest sessions."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ import torch._inductor.config
 from pytest_nosync import devices
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytester, for the tests that run real pytest sessions. A hook, not `pytest_plugins`: pytest also reaches this
+    # file from outside the repository when it collects the suite of an editable install (`--nosync-suite` from a
+    # diffusers checkout walks up from pytest_nosync/suite), and there `pytest_plugins` is refused.
+    if not config.pluginmanager.has_plugin("pytester"):
+        config.pluginmanager.import_plugin("pytester")
 
 
 @pytest.fixture(params=BACKEND_PARAMS)

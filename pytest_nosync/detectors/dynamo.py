@@ -1,0 +1,170 @@
+"""Graph breaks and recompiles of the denoiser, from one dynamo pass.
+
+For the guarded block the denoiser's forward is compiled with a backend that notes every graph dynamo hands it,
+with the reason dynamo cut it there (`gm.compile_subgraph_reason`, the record `torch._dynamo.explain` reports),
+and runs it eagerly: breaks, guards and recompiles happen in dynamo, before any backend, so no inductor time is
+paid and the denoiser is traced once. The first step compiles; from its end on the stance is `fail_on_recompile`,
+so a recompile in a later step raises where it happens and becomes a finding naming the failed guard and the user
+line. `graph_breaks` reports both; `recompiles` only the recompiles.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import torch
+
+from .. import attribution
+from ..findings import IN_STEP, Finding, Frame, Report
+from ..guard_options import GuardOptions
+from ..patching import Patches
+from .base import CannotCheck, Detector, StepContext
+
+BREAK_HINT = (
+    "a graph break splits the compiled denoiser: keep Python control flow off tensor values, avoid "
+    ".item()/.tolist()/print in forward, or mark the helper with torch.compiler.allow_in_graph"
+)
+RECOMPILE_HINT = (
+    "a recompile between steps: a Python value that changes per step (a float timestep, a step index, a "
+    "shape) is baked into the graph; pass it as a tensor or mark it dynamic"
+)
+_USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+_HEADER = re.compile(r"filename: '(?P<file>[^']+)', function name: '(?P<func>[^']+)', line number: (?P<line>\d+)")
+_GUARD = re.compile(r"^\s*-\s*\d+/\d+:\s*(?P<guard>.+?)(\s+#.*)?$", re.MULTILINE)
+RECOMPILE_MESSAGE = "Detected recompile"
+
+
+class DynamoDetector(Detector):
+    name = "dynamo"
+
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self.report_breaks = "graph_breaks" in options.checks
+        self._patches = Patches()
+        self._stance: Any = None
+        self.compiles: list[int | None] = []  # the step each graph was compiled in
+        self.breaks: list[tuple[int | None, Any]] = []  # (step, GraphCompileReason) of each graph cut by a break
+        self.ops = 0
+        self.calls = 0
+
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        denoiser = ctx.denoiser
+        if not isinstance(denoiser, torch.nn.Module):
+            raise CannotCheck(
+                f"the {'/'.join(_checks(self.options))} check compiles the pipeline's denoiser "
+                f"({self.options.denoiser!r}), and this guard has none: guard a pipeline (`nosync.guard(pipe)`)"
+            )
+        _check_traceable(denoiser)
+        torch._dynamo.reset()
+        compiled = torch.compile(denoiser.forward, backend=self._backend)
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return compiled(*args, **kwargs)
+
+        self._patches.setattr(denoiser, "forward", forward)
+
+    def _backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+        step = self.ctx.current_step
+        self.compiles.append(step)
+        self.ops += sum(1 for node in gm.graph.nodes if node.op == "call_function")
+        reason = getattr(gm, "compile_subgraph_reason", None)
+        if reason is not None and reason.graph_break:
+            self.breaks.append((step, reason))
+        return gm.forward
+
+    def on_step_end(self, step: int) -> None:
+        if self._stance is None:
+            self._stance = torch.compiler.set_stance("fail_on_recompile")
+
+    def disarm(self) -> None:
+        try:
+            if self._stance is not None:
+                self._stance.__exit__(None, None, None)
+                self._stance = None
+            self._patches.undo()
+        finally:
+            torch._dynamo.reset()  # leave no compiled code or cache entries behind for later tests
+
+    def findings(self) -> list[Finding]:
+        if not self.report_breaks:
+            return []
+        out = []
+        for step, reason in self.breaks:
+            frames = [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in reversed(reason.user_stack)]
+            where, stack = attribution.attribute(frames)
+            out.append(
+                Finding(
+                    kind="graph_break",
+                    where=where,
+                    stack=stack,
+                    step=step or 0,
+                    phase=IN_STEP,
+                    region="transformer_forward",
+                    hint=BREAK_HINT,
+                    detail=str(reason.reason).strip().splitlines()[0][:300],
+                    source=self.name,
+                )
+            )
+        return out
+
+    def absorb_exception(self, exc: BaseException) -> bool:
+        message = str(exc)
+        if RECOMPILE_MESSAGE not in message:
+            return False
+        frames = [Frame(m["file"], int(m["line"]), m["func"]) for m in _USER_FRAME.finditer(message)]
+        frames.reverse()  # innermost first
+        header = _HEADER.search(message)
+        if header:
+            frames.append(Frame(header["file"], int(header["line"]), header["func"]))
+        guard_failure = _GUARD.search(message)
+        self.ctx.record(
+            "recompile",
+            frames,
+            hint=RECOMPILE_HINT,
+            detail=f"recompile: {guard_failure['guard'] if guard_failure else 'guard failure'}",
+            source=self.name,
+        )
+        return True
+
+    def unchecked(self) -> str | None:
+        if self.calls and not self.compiles:
+            return (
+                f"dynamo captured no graph of the denoiser in {self.calls} call(s): graph breaks and recompiles "
+                "were not checked"
+            )
+        return None
+
+    def conclude(self, report: Report) -> None:
+        per_step: dict[str, int] = {}
+        for step in self.compiles:
+            key = str(step) if step is not None else "before_steps"
+            per_step[key] = per_step.get(key, 0) + 1
+        report.metrics["compiles_per_step"] = per_step
+        if self.report_breaks:
+            report.metrics["graph_count"] = len(self.compiles)
+            report.metrics["graph_break_count"] = max(len(self.compiles) - 1, len(self.breaks))
+            report.metrics["op_count"] = self.ops
+
+
+def _checks(options: GuardOptions) -> list[str]:
+    return [c for c in options.checks if c in ("graph_breaks", "recompiles")]
+
+
+def _check_traceable(module: torch.nn.Module) -> None:
+    """Dynamo cannot trace the emulated device's wrapper tensors (it would trace the emulation itself)."""
+    from ..emulation import is_emulated
+
+    first = next(iter(module.parameters()), None)
+    if first is not None and is_emulated(first):
+        raise CannotCheck(
+            "graph breaks and recompiles cannot be checked on the emulated device (dynamo would trace the emulation, "
+            "not the model); they do not depend on the device: run this check on the plain CPU (the suite does, "
+            "and the `nosync_device` fixture gives `cpu` to tests whose only checks are graph_breaks/recompiles)"
+        )
+
+
+def detectors(options: GuardOptions) -> list[Detector]:
+    return [DynamoDetector(options)]

@@ -1,0 +1,110 @@
+"""The package's layers import one way: each area only from the areas below it, pytest only on the pytest side.
+
+Read from the source (every import statement, function-level ones included), so a wrong-way import fails here
+before it becomes an import cycle at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pytest_nosync
+
+PACKAGE = Path(pytest_nosync.__file__).parent
+
+# Lowest first; an area may import itself and any area before it.
+AREAS = (
+    ("data", ("findings", "hints", "patching")),
+    ("profiling", ("profiling",)),
+    ("emulation", ("emulation",)),
+    ("core", ("attribution", "policy", "guard_options", "render", "run_report", "compare", "baseline", "devices")),
+    ("detectors", ("detectors",)),
+    ("guard", ("guard", "annotate")),
+    ("suite", ("suite",)),
+    ("plugin", ("plugin",)),
+    ("suite tests", ()),  # pytest_nosync/suite/test_*.py: collected by pytest, they use the plugin's fixtures
+    ("entry points", ("__init__", "__main__", "cli")),
+)
+RANK = {name: i for i, (name, _) in enumerate(AREAS)}
+PYTEST_AREAS = {"plugin", "suite tests"}
+
+
+def area(module: str) -> str:
+    """The area of a dotted module path inside the package (e.g. `detectors.memory`)."""
+    first = module.split(".")[0]
+    if first == "suite" and module.split(".")[-1].startswith("test_"):
+        return "suite tests"
+    return next(name for name, heads in AREAS if first in heads)
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
+    """(imported module inside the package or 'pytest', line) for every import of `module`."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                name = alias.name
+                if name == "pytest" or name.startswith("pytest_nosync"):
+                    found.append((name.removeprefix("pytest_nosync").lstrip(".") or "__init__", node.lineno))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            elif node.module and node.module.startswith("pytest_nosync"):
+                target = node.module.removeprefix("pytest_nosync").lstrip(".")
+            elif node.module == "pytest":
+                found.append(("pytest", node.lineno))
+                continue
+            else:
+                continue
+            for alias in node.names:  # `from . import devices` imports the module devices
+                sub = f"{target}.{alias.name}" if target else alias.name
+                found.append((sub if sub in known else target or "__init__", node.lineno))
+    return found
+
+
+ALL = modules()
+EDGES = [(m, imported, line) for m, path in ALL.items() for imported, line in imports(m, path, set(ALL))]
+
+
+def test_every_module_has_an_area() -> None:
+    assert all(area(m) for m in ALL)
+
+
+@pytest.mark.parametrize("module", sorted(ALL))
+def test_imports_go_one_way(module: str) -> None:
+    wrong = [
+        f"{module} ({area(module)}) imports {imported} ({area(imported)}) at line {line}"
+        for source, imported, line in EDGES
+        if source == module and imported != "pytest" and RANK[area(imported)] > RANK[area(module)]
+    ]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_pytest_is_imported_only_by_the_pytest_side() -> None:
+    importing = sorted({m for m, imported, _ in EDGES if imported == "pytest"})
+    assert importing and all(area(m) in PYTEST_AREAS for m in importing), importing
+
+
+def test_profiling_imports_only_plain_data() -> None:
+    outside = {imported for m, imported, _ in EDGES if area(m) == "profiling" and area(imported) != "profiling"}
+    assert outside <= {"findings"}, outside
+
+
+def test_detectors_know_the_guard_only_through_the_step_context() -> None:
+    used = {imported for m, imported, _ in EDGES if area(m) == "detectors"}
+    assert not {i for i in used if area(i) in ("guard", "suite", "plugin")}, used
