@@ -1,0 +1,150 @@
+"""Graph breaks and recompiles from one dynamo pass: the same break reasons and places `torch._dynamo.explain`
+reports, a recompile caught at the line that caused it, and no check pretended where dynamo cannot trace."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from pytest_nosync import nosync_guard
+from pytest_nosync.suite.checks import dynamo_device
+
+
+def _place(frame) -> str:
+    return f"{os.path.realpath(frame.filename)}:{frame.lineno}"
+
+
+def _line(fn, marker: str) -> str:
+    lines, start = inspect.getsourcelines(fn)
+    offset = next(i for i, text in enumerate(lines) if f"# {marker}" in text)
+    return f"{os.path.realpath(inspect.getsourcefile(fn))}:{start + offset}"
+
+
+class Branchy(torch.nn.Module):
+    """A data-dependent branch: dynamo cannot trace through `if tensor:`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        if y.sum() > 0:  # break: branch
+            return y * 2
+        return y
+
+
+class Printing(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        print("shape", tuple(y.shape))  # break: print
+        return y.relu()
+
+
+class Listing(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        scale = y.abs().max().tolist()  # break: tolist
+        return y / (1.0 + scale)
+
+
+class Counting(torch.nn.Module):
+    """A Python value that changes every call, read into the graph: a recompile per call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1  # recompile: the guard `self.calls == N` fails on this read in every later call
+        return self.linear(x) * (1.0 + self.calls * 1e-6)
+
+
+class Clean(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.where(self.linear(x) > 0, x, -x)
+
+
+def _guarded(module: torch.nn.Module, x: torch.Tensor, checks: tuple[str, ...], backend: str = "emulate"):
+    pipe = SimpleNamespace(transformer=module)
+    with torch.no_grad(), nosync_guard(pipe, checks=checks, backend=backend) as g:
+        for step in range(3):
+            with g.step():
+                try:
+                    module(x + step)
+                except RuntimeError as exc:  # fail_on_recompile ends the step, as it ends a pipeline call
+                    if "Detected recompile" not in str(exc):
+                        raise
+                    g.absorb(exc)
+    return g.report
+
+
+@pytest.mark.parametrize(
+    ("cls", "marker"), [(Branchy, "break: branch"), (Printing, "break: print"), (Listing, "break: tolist")]
+)
+def test_graph_breaks_are_what_explain_reports(cls, marker: str) -> None:
+    module, x = cls(), torch.randn(2, 8)
+    with torch.no_grad():
+        explained = torch._dynamo.explain(cls())(x)
+    torch._dynamo.reset()
+    reference = {
+        (str(r.reason).strip().splitlines()[0][:300], _place(r.user_stack[-1])) for r in explained.break_reasons
+    }
+    report = _guarded(module, x, ("graph_breaks",))
+    ours = {(f.detail, f"{os.path.realpath(f.filename)}:{f.lineno}") for f in report.of_kind("graph_break")}
+    assert ours == reference and reference, (ours, reference)
+    assert _line(cls.forward, marker) in {f"{os.path.realpath(f.filename)}:{f.lineno}" for f in report.failures}
+    # three steps may take the other side of a branch: its graph is compiled then, which one explain call never sees
+    assert report.metrics["graph_count"] >= explained.graph_count
+    assert report.passed is False
+
+
+@pytest.mark.parametrize("checks", [("recompiles",), ("graph_breaks",)])
+def test_a_recompile_between_steps_is_caught_at_its_line(checks, backend: str, device: torch.device) -> None:
+    where = dynamo_device(device)  # graph checks run on the plain CPU under emulation
+    module, x = Counting().to(where), torch.randn(2, 8, device=where)
+    report = _guarded(module, x, checks, backend)
+    recompiles = report.of_kind("recompile")
+    assert [f.step for f in recompiles] == [1, 2], report.findings  # every call after the first recompiles
+    assert f"{os.path.realpath(recompiles[0].filename)}:{recompiles[0].lineno}" == _line(Counting.forward, "recompile")
+    assert "recompile:" in recompiles[0].detail and report.passed is False
+
+
+@pytest.mark.parametrize("checks", [("recompiles",), ("graph_breaks",)])
+def test_the_clean_twin_compiles_once_and_passes(checks, backend: str, device: torch.device) -> None:
+    where = dynamo_device(device)
+    report = _guarded(Clean().to(where), torch.randn(2, 8, device=where), checks, backend)
+    assert report.findings == [] and report.passed, report.findings
+    assert report.metrics["compiles_per_step"] == {"0": 1}
+
+
+def test_on_the_emulated_device_the_check_says_it_did_not_run(device: torch.device) -> None:
+    if device.type != "emu":
+        pytest.skip("the emulated device only")
+    report = _guarded(Counting().to(device), torch.randn(2, 8, device=device), ("recompiles",))
+    assert report.passed is False and report.findings == []
+    assert "cannot be checked on the emulated device" in report.not_checked[0]
+
+
+def test_without_a_denoiser_the_check_says_it_did_not_run() -> None:
+    with nosync_guard(checks=("graph_breaks",), backend="emulate") as g, g.step():
+        pass
+    assert g.report.passed is False and "needs" not in g.report.not_checked[0]
+    assert "guard a pipeline" in g.report.not_checked[0]
