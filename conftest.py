@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-# torch.profiler's start imports torch._inductor (and dynamo). Imported here, before any in-process pytester run
-# profiles a block: pytester unloads the modules a run imported, and importing them again registers inductor's
-# test ops a second time, which torch refuses.
+# Imported here, before any in-process pytester run: pytester unloads the modules a run imported, and importing these
+# again registers with torch a second time, which torch refuses. torch.profiler's start imports torch._inductor
+# (and dynamo); the emulation registers its device's kernels when a run first installs it.
 import torch._inductor.config
 
+import pytest_nosync.emulation.kernels  # noqa: F401 (imported for its registration, see above)
 from pytest_nosync import devices
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]

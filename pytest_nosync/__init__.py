@@ -9,6 +9,7 @@ Library use, without pytest:
     print(render_report(g.report))
 """
 
+from .devices import execution_device
 from .findings import Finding, Frame, Report
 from .guard import Guard, nosync_guard
 from .guard_options import GuardOptions
@@ -23,6 +24,7 @@ __all__ = [
     "GuardOptions",
     "Policy",
     "Report",
+    "execution_device",
     "nosync_guard",
     "render_report",
 ]

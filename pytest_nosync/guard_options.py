@@ -24,7 +24,8 @@ class GuardOptions:
 
     checks: names from pytest_nosync.detectors.CHECKS. backend: "auto", "cuda" or "emulate" (the guard resolves
     "auto" once, when it is entered). mode: "warn" collects every sync and fails once; "error" raises at the
-    first one inside a step. budget/allow/count_outside_steps: how findings are judged (Policy). known: the
+    first one inside a step. budget/allow/count_outside_steps: how findings are judged (Policy). device_work: a
+    sync check that saw nothing run on the device fails (False: the block knowingly runs host-only code). known: the
     known-issues baseline's matcher. trace: keep a torch.profiler trace of the block; trace_budgets: limits on
     the trace's figures. profile: confirm syncs with the profiler. denoiser: the pipeline attribute whose first
     call opens a step. warmup_steps: steps before steady state (not judged by alloc_growth, host_overhead).
@@ -37,6 +38,7 @@ class GuardOptions:
     budget: int = 0
     allow: tuple[AllowEntry, ...] = ()
     count_outside_steps: bool = False
+    device_work: bool = True
     profile: bool = False
     trace: TraceConfig | None = None
     trace_budgets: TraceBudgets = field(default_factory=TraceBudgets)

@@ -45,16 +45,18 @@ def environment(backend: str = "") -> dict[str, Any]:
 
 
 def check_writable(path: str) -> None:
-    """Fail early, with a sentence, if the report cannot be written there."""
+    """Fail early, with a sentence, if a file cannot be written there. Creates nothing: a run stopped by a usage
+    error leaves no empty file behind."""
     target = Path(path)
     if target.is_dir():
         raise OSError(f"{path} is a directory; give a file name such as {target / 'nosync-report.json'}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise OSError(f"cannot write the nosync report to {path}: {exc.strerror or exc}") from None
+    existing = target if target.exists() else target.parent
+    while not existing.exists():
+        existing = existing.parent
+    if existing != target and not existing.is_dir():
+        raise OSError(f"cannot write {path}: {existing} is a file")
+    if not os.access(existing, os.W_OK):
+        raise OSError(f"cannot write {path}: {existing} is not writable")
 
 
 def document(reports: Iterable[Report], env: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -78,6 +80,7 @@ def document(reports: Iterable[Report], env: dict[str, Any], extra: dict[str, An
 
 
 def write(path: str, doc: dict[str, Any]) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=1, default=str)

@@ -12,10 +12,9 @@ import types
 from typing import Any
 
 from .. import attribution, hints
-from ..emulation import install, syncs, tensor
-from ..findings import Report
+from ..emulation import install, syncs
 from ..guard_options import GuardOptions
-from .base import CannotCheck, Detector, StepContext
+from .base import Detector, StepContext
 
 ERROR_MESSAGE = "pytest-nosync: a synchronizing operation on the emulated device inside a guarded step (fail-fast mode)"
 _SCALAR_PATTERN = "scalar_cast"  # a value read back (.item() and friends) whose expression says nothing more
@@ -30,14 +29,10 @@ class EmulatedSyncDetector(Detector):
         super().__init__(options)
         self._previous: Any = None
         self._armed = False
-        self._ops_at_arm = 0
-        self._ops = 0
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
-        device = install()
-        _check_pipeline_placement(ctx.denoiser, self.options.denoiser, device)
-        self._ops_at_arm = tensor.ops_run[0]
+        install()
         self._previous = syncs.set_listener(self._on_sync)
         self._armed = True
 
@@ -46,10 +41,6 @@ class EmulatedSyncDetector(Detector):
             syncs.set_listener(self._previous)
             self._previous = None
             self._armed = False
-            self._ops = tensor.ops_run[0] - self._ops_at_arm
-
-    def conclude(self, report: Report) -> None:
-        report.metrics["emulated_ops"] = self._ops
 
     def _on_sync(self, event: syncs.SyncEvent) -> None:
         frame = attribution.caller_frame()
@@ -94,16 +85,3 @@ def _first_outside(frame: types.FrameType | None) -> types.FrameType | None:
     while current is not None and attribution.is_internal(current.f_code.co_filename):
         current = current.f_back
     return current or frame
-
-
-def _check_pipeline_placement(module: Any, denoiser: str, device: Any) -> None:
-    """A pipeline left on the CPU would run unobserved and pass: refuse to guard it."""
-    parameters = getattr(module, "parameters", None)
-    if parameters is None:
-        return
-    first = next(iter(parameters()), None)
-    if first is not None and first.device.type != device.type:
-        raise CannotCheck(
-            f"the emulate backend observes only tensors on its device, but the pipeline's {denoiser} is on "
-            f"{first.device}: move the pipeline first, `pipe.to(pytest_nosync.devices.execution_device('emulate'))`"
-        )

@@ -1,4 +1,4 @@
-"""The syncs check: which detectors see syncs on each backend.
+"""The syncs check: which detectors see syncs on each backend, and whether the device did any work to see.
 
 cuda: torch's sync debug mode, explicit synchronize calls, and (opt-in) the profiler confirming each one.
 emulate: the stand-in device's own op hook, and explicit synchronize calls. No profiler confirmation there: the
@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from ..guard_options import GuardOptions
 from .base import Detector
+from .device_work import DeviceWorkDetector
 from .explicit_sync import ExplicitSyncDetector
 
 
 def detectors(options: GuardOptions) -> list[Detector]:
+    # first: it refuses a pipeline that is not on the backend's device before anything is armed
+    found: list[Detector] = [DeviceWorkDetector(options), ExplicitSyncDetector(options)]
     if options.backend == "cuda":
         from .cuda_sync import CudaSyncDetector
 
-        found: list[Detector] = [CudaSyncDetector(options), ExplicitSyncDetector(options)]
+        found.append(CudaSyncDetector(options))
         if options.profile:
             from .profiler_sync import ProfilerSyncDetector
 
@@ -24,4 +27,4 @@ def detectors(options: GuardOptions) -> list[Detector]:
         return found
     from .emulated import EmulatedSyncDetector
 
-    return [EmulatedSyncDetector(options), ExplicitSyncDetector(options)]
+    return [*found, EmulatedSyncDetector(options)]

@@ -3,24 +3,23 @@ the modules beside this one. The checks themselves live in the library (guard, d
 
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from .. import baseline, devices, run_report
-from ..profiling import export
-from . import options, xdist
+from .. import baseline, devices
+from . import options, usage, xdist
 from .fixtures import add_suite_to_args, generate_target_params, marker_values
 from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
 from .fixtures import nosync_call_context as nosync_call_context
 from .fixtures import nosync_check as nosync_check
+from .fixtures import nosync_device as nosync_device
 from .fixtures import nosync_guard_kwargs as nosync_guard_kwargs
 from .fixtures import nosync_pipeline as nosync_pipeline
 from .fixtures import nosync_target as nosync_target
-from .session import BASELINE, NosyncSession
+from .session import BASELINE, NosyncSession, NotRun
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,22 +32,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", options.MARKER_HELP)
     config.addinivalue_line("markers", options.GPU_MARKER_HELP)
     settings = options.read(config)
+    usage.check_targets(settings)
+    config.pluginmanager.register(NotRun(usage.unused_outputs(settings)), "nosync-not-run")
     if settings.suite:
         add_suite_to_args(config)
     if not settings.enabled:
         config.stash[options.SETTINGS] = settings
         return  # off means off: no detector, no hook beyond marker bookkeeping
-    # Resolved once, for the run; left as asked when it cannot run here (each gpu test then says why).
-    with contextlib.suppress(devices.BackendUnavailable):
-        settings = replace(settings, backend=devices.resolve(settings.backend))
+    settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
     config.stash[options.SETTINGS] = settings
     controller = not hasattr(config, "workerinput")
-    for path in (settings.report, settings.baseline_write):
-        if path and controller:
-            try:
-                run_report.check_writable(path)
-            except OSError as exc:
-                raise pytest.UsageError(str(exc)) from None
+    if controller:
+        usage.check_outputs(settings)
     # An xdist worker takes the baseline the controller resolved, whatever its own ini lookup finds.
     baseline_path = getattr(config, "workerinput", {}).get(xdist.BASELINE_KEY) or settings.baseline
     if baseline_path:
@@ -58,7 +53,6 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     if controller and config.pluginmanager.hasplugin("xdist"):
         xdist.check_worker_count(config)
-    _check_trace_options(settings)
     config.pluginmanager.register(NosyncSession(config, settings), "nosync-session")
 
 
@@ -73,20 +67,6 @@ def pytest_configure_node(node: Any) -> None:
     known = node.config.stash.get(BASELINE, None)
     if known is not None:
         node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(known.path)
-
-
-def _check_trace_options(settings: options.Settings) -> None:
-    trace = settings.trace
-    if trace.mode != "never" and not trace.nsys:
-        try:
-            export.check_directory(trace.directory)
-        except OSError as exc:
-            raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
-    if trace.nsys and not devices.cuda_available():
-        raise pytest.UsageError(
-            "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
-            "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
-        )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -114,7 +94,3 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 "(or `--nosync --nosync-backend emulate` on the CPU)"
             )
         return
-    try:
-        devices.resolve(settings.backend)
-    except devices.BackendUnavailable as exc:
-        pytest.skip(str(exc))

@@ -114,6 +114,29 @@ def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
     return NosyncFixture(request.node)
 
 
+DYNAMO_CHECKS = frozenset({"graph_breaks", "recompiles"})
+
+
+def device_for(item: pytest.Item) -> torch.device:
+    """The device a test's tensors and models go on: cuda on a GPU, the emulated device under emulation, the plain
+    CPU for a test whose only checks are graph_breaks/recompiles under emulation (dynamo cannot trace the emulated
+    device's tensors; graph breaks and recompiles do not depend on the device). Without --nosync: cuda when a GPU is
+    visible, else the CPU."""
+    settings = table.of(item.config)
+    if not settings.enabled:
+        return torch.device("cuda" if devices.cuda_available() else "cpu")
+    checks = set(marker_values(item).get("checks", ()))
+    if settings.backend == "emulate" and checks and checks <= DYNAMO_CHECKS:
+        return torch.device("cpu")
+    return devices.execution_device(settings.backend)
+
+
+@pytest.fixture
+def nosync_device(request: pytest.FixtureRequest) -> torch.device:
+    """The device of the active backend, for tests written once for a GPU and for its emulation (see device_for)."""
+    return device_for(request.node)
+
+
 # ---- the suite ---------------------------------------------------------------------------------------------------
 def selected_targets(config: pytest.Config) -> list[Target]:
     from ..suite.targets.registry import TARGETS
@@ -184,17 +207,14 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
 def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
     """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
     settings = table.of(request.config)
-    try:
-        backend = devices.resolve(settings.backend)
-    except devices.BackendUnavailable as exc:
-        pytest.skip(str(exc))
-    device = torch.device(settings.device) if settings.device else devices.execution_device(backend)
+    device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
     return CallContext(device=device, dtype=_dtype(settings), steps=settings.steps)
 
 
 def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
-    """The target's pipeline on `device` in `dtype`, built once per session."""
-    from ..suite.targets.registry import TargetUnavailable, build_pipeline
+    """The target's pipeline on `device` in `dtype`, built once per session. A checkpoint asked for that does not
+    load fails the test; a target the installed diffusers cannot build is skipped, and counted in the summary."""
+    from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
 
     checkpoint = table.of(request.config).checkpoint.get(target.name)
     key = (target.name, id(target), str(device), str(dtype), checkpoint)
@@ -204,6 +224,8 @@ def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.devi
             cache[key] = build_pipeline(target, device, dtype, checkpoint=checkpoint)
         except TargetUnavailable as exc:
             pytest.skip(str(exc))
+        except CheckpointError as exc:
+            pytest.fail(str(exc), pytrace=False)
     return cache[key]
 
 

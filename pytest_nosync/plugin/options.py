@@ -104,6 +104,16 @@ def dtype_name(raw: Any) -> str:
     return DTYPES[raw]
 
 
+def device_name(raw: Any) -> str:
+    import torch
+
+    try:
+        torch.device(str(raw))
+    except (RuntimeError, ValueError):
+        raise ValueError(f"must be a torch device such as cuda, cuda:1 or cpu, got {raw!r}") from None
+    return str(raw)
+
+
 def checkpoints(raw: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in raw:
@@ -168,6 +178,9 @@ TABLE: tuple[Option, ...] = (
            flag=None, ini=False, marker=True, guard=True),
     Option("count_outside_steps", "count findings before and after the denoising steps too", flag, "bool", flag=None,
            ini=False, marker=True, guard=True),
+    Option("device_work", "False for a test that knowingly guards host-only code; otherwise a sync check that saw "
+           "nothing run on the device fails (nothing was checked)", flag, "bool", flag=None, ini=False, marker=True,
+           guard=True),
     Option("profile", "also confirm syncs with torch.profiler (slower)", flag, "bool", guard=True),
     Option("trace_budgets", "NAME=VALUE: a budget on the trace's figures in steady-state steps "
            f"({', '.join(BUDGET_NAMES)}); repeatable (a marker's trace_budgets={{name: limit}} override them per test)",
@@ -183,7 +196,7 @@ TABLE: tuple[Option, ...] = (
     Option("steps", "denoising steps of each measured call (at least 2)", whole_number(2), default=2),
     Option("dtype", "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 "
            "emulated)", dtype_name, default=None),
-    Option("device", "device of the suite's pipelines (default: the backend's)", default=None),
+    Option("device", "device of the suite's pipelines (default: the backend's)", device_name, default=None),
     Option("checkpoint", "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF "
            "cache; safetensors only, no remote code); repeatable", checkpoints, "list", default={}),
     Option("baseline", "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry "

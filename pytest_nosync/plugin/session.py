@@ -24,6 +24,33 @@ EMULATION_BANNER = (
 )
 
 
+class NotRun:
+    """Counts the gpu/nosync tests that were skipped and shows them in the terminal summary without -rs: a check that
+    did not run must be visible, whatever the exit status says. Registered with and without --nosync."""
+
+    def __init__(self, notes: list[str]) -> None:
+        self.skipped: dict[str, list[str]] = {}  # reason → test ids
+        self.notes = notes  # said at the end whatever happened (e.g. an output asked for without --nosync)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and ("gpu" in report.keywords or "nosync" in report.keywords):
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            self.skipped.setdefault(reason.removeprefix("Skipped: "), []).append(report.nodeid)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        if hasattr(config, "workerinput"):
+            return
+        for note in self.notes:
+            terminalreporter.write_line(f"nosync: {note}", yellow=True)
+        if not self.skipped:
+            return
+        total = sum(len(ids) for ids in self.skipped.values())
+        terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
+        for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
+            terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)
+
+
 def add_report(item: pytest.Item, report: Report) -> None:
     """Attach a report to the test: a failing one fails it after the test body returns."""
     report.test_id = report.test_id or item.nodeid

@@ -102,7 +102,7 @@ def _guarded(module: torch.nn.Module, x: torch.Tensor, checks: tuple[str, ...], 
 def test_graph_breaks_are_what_explain_reports(cls, marker: str) -> None:
     module, x = cls(), torch.randn(2, 8)
     with torch.no_grad():
-        explained = torch._dynamo.explain(cls())(x)
+        explained = torch._dynamo.explain(module)(x)  # the same module and first input as the guarded run
     torch._dynamo.reset()
     reference = {
         (str(r.reason).strip().splitlines()[0][:300], _place(r.user_stack[-1])) for r in explained.break_reasons

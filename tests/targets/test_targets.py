@@ -12,7 +12,13 @@ import pytest
 import torch
 
 from pytest_nosync.suite.targets.base import CallContext, Target
-from pytest_nosync.suite.targets.registry import TARGETS, TargetUnavailable, build_pipeline, missing_classes
+from pytest_nosync.suite.targets.registry import (
+    TARGETS,
+    CheckpointError,
+    TargetUnavailable,
+    build_pipeline,
+    missing_classes,
+)
 
 CTX = CallContext(device=torch.device("cpu"), dtype=torch.float32, steps=2)
 
@@ -167,5 +173,5 @@ def test_missing_class_is_unavailable_not_an_import_error() -> None:
 
 @pytest.mark.parametrize("checkpoint", ["nosync-tests/not-in-the-cache", "/nonexistent/nosync/checkpoint"])
 def test_checkpoint_not_on_disk_is_unavailable(checkpoint: str) -> None:
-    with pytest.raises(TargetUnavailable, match="local"):
+    with pytest.raises(CheckpointError, match="local"):
         build_pipeline(TARGETS["flux"], CTX.device, CTX.dtype, checkpoint=checkpoint)

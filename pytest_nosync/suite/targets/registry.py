@@ -18,7 +18,22 @@ TARGETS: dict[str, Target] = {t.name: t for t in (FLUX, FLUX2_KLEIN, WAN, LTX2, 
 
 
 class TargetUnavailable(Exception):
-    """The target cannot be built here (diffusers too old, checkpoint not on disk): a skip, not a failure."""
+    """The installed diffusers lacks the target's classes (it needs a newer one): the target cannot run here."""
+
+
+class CheckpointError(Exception):
+    """A checkpoint the user asked for cannot be found or loaded: a failure, never a skip."""
+
+
+def checkpoint_problem(checkpoint: str) -> str | None:
+    """Why `checkpoint` (a local directory, or a repo id in the local Hugging Face cache) cannot be loaded, or None."""
+    if os.path.isdir(checkpoint):
+        if not os.path.isfile(os.path.join(checkpoint, "model_index.json")):
+            return f"{checkpoint} has no model_index.json (not a saved diffusers pipeline)"
+        return None
+    if not _in_hf_cache(checkpoint):
+        return f"{checkpoint} is neither a local directory nor a repo id in the local Hugging Face cache"
+    return None
 
 
 def missing_classes(target: Target) -> list[str]:
@@ -70,18 +85,16 @@ def _cast_like_from_pretrained(module: torch.nn.Module, dtype: torch.dtype) -> N
 
 
 def _from_checkpoint(target: Target, cls: Any, checkpoint: str, dtype: torch.dtype) -> Any:
-    if not os.path.isdir(checkpoint) and not _in_hf_cache(checkpoint):
-        raise TargetUnavailable(
-            f"checkpoint {checkpoint!r} for target {target.name!r} is neither a local directory nor in the "
-            "local Hugging Face cache (nothing is downloaded)"
-        )
+    problem = checkpoint_problem(checkpoint)
+    if problem:
+        raise CheckpointError(f"checkpoint for target {target.name!r}: {problem} (nothing is downloaded)")
     left_out = dict.fromkeys(_left_out_components(target))
     try:
         return cls.from_pretrained(
             checkpoint, torch_dtype=dtype, local_files_only=True, use_safetensors=True, **left_out
         )
-    except OSError as err:  # a partial download, or a checkpoint without safetensors weights
-        raise TargetUnavailable(
+    except (OSError, ValueError) as err:  # a partial download, no safetensors weights, another pipeline's files
+        raise CheckpointError(
             f"checkpoint {checkpoint!r} for target {target.name!r} cannot be loaded from local files: {err}"
         ) from err
 

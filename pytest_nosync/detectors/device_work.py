@@ -1,0 +1,79 @@
+"""Whether the device did anything in the guarded block: a sync check that saw nothing run there checked nothing.
+
+A test whose tensors stayed on the host (a CUDA-written test run on the CPU with a CPU fallback, a pipeline never
+moved) would pass every sync check without one being possible. Under emulation the count is the ops that ran on
+the emulated device; on CUDA, the allocations the caching allocator served (nearly every device op makes an
+output). A pipeline whose denoiser is not on the backend's device is refused before the block runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..findings import Report
+from ..guard_options import GuardOptions
+from .base import CannotCheck, Detector, StepContext
+
+HOW = (
+    "create the model and tensors on the device of the `nosync_device` fixture (`pytest_nosync.execution_device()` "
+    "outside pytest), or mark the test `nosync(device_work=False)` if it knowingly guards host-only code"
+)
+
+
+class DeviceWorkDetector(Detector):
+    name = "device_work"
+
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self._before = self._after = 0
+
+    def arm(self, ctx: StepContext) -> None:
+        _check_placement(ctx.denoiser, self.options, _device(self.options.backend))
+        super().arm(ctx)
+        self._before = self._after = self._count()
+
+    def disarm(self) -> None:
+        self._after = self._count()
+
+    def _count(self) -> int:
+        if self.options.backend == "cuda":
+            return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+        from ..emulation import tensor
+
+        return tensor.ops_run[0]
+
+    @property
+    def work(self) -> int:
+        return self._after - self._before
+
+    def unchecked(self) -> str | None:
+        if self.work or not self.options.device_work:
+            return None
+        seen = "no allocation on the GPU" if self.options.backend == "cuda" else "no op ran on the emulated device"
+        return f"{seen} in this guarded block, so no sync could happen or be seen: {HOW}"
+
+    def conclude(self, report: Report) -> None:
+        key = "cuda_allocations" if self.options.backend == "cuda" else "emulated_ops"
+        report.metrics[key] = self.work
+
+
+def _device(backend: str) -> torch.device:
+    if backend == "cuda":
+        return torch.device("cuda")
+    from ..emulation import install
+
+    return install()
+
+
+def _check_placement(module: Any, options: GuardOptions, device: torch.device) -> None:
+    """A pipeline left elsewhere would run unobserved and pass: refuse to guard it."""
+    parameters = getattr(module, "parameters", None)
+    first = next(iter(parameters()), None) if parameters is not None else None
+    if first is not None and first.device.type != device.type:
+        raise CannotCheck(
+            f"the {options.backend} backend observes tensors on {device}, but the pipeline's {options.denoiser} is on "
+            f"{first.device}: move the pipeline first, `pipe.to(nosync_device)` (the `nosync_device` fixture; "
+            "`pytest_nosync.execution_device()` outside pytest)"
+        )

@@ -1,0 +1,64 @@
+"""Usage errors found before collection: each is one sentence and exit status 4, never a traceback or a run that
+checks nothing (a named backend that is not there, an unknown target, a checkpoint that cannot be found, a file
+that cannot be written)."""
+
+from __future__ import annotations
+
+import pytest
+
+from .. import devices, run_report
+from ..profiling import export
+from .options import Settings
+
+
+def resolve_backend(settings: Settings) -> str:
+    """The run's backend. A backend the user named that cannot run here is a usage error (a GPU runner whose
+    driver broke must not pass the gate); `auto` falls back to the CPU emulation, and the header says so."""
+    try:
+        return devices.resolve(settings.backend)
+    except devices.BackendUnavailable as exc:
+        if settings.backend == "auto":
+            raise pytest.UsageError(f"--nosync: no backend can run here: {exc}") from None
+        raise pytest.UsageError(f"--nosync-backend {settings.backend}: {exc}") from None
+
+
+def check_targets(settings: Settings) -> None:
+    """Target names in --nosync-targets and --nosync-checkpoint exist; each checkpoint asked for can be found."""
+    from ..suite.targets.registry import TARGETS, checkpoint_problem
+
+    for option, names in (("--nosync-targets", settings.targets), ("--nosync-checkpoint", tuple(settings.checkpoint))):
+        unknown = [n for n in names if n not in TARGETS]
+        if unknown:
+            raise pytest.UsageError(f"{option}: unknown target {unknown[0]!r}; known: {', '.join(TARGETS)}")
+    for name, path in settings.checkpoint.items():
+        problem = checkpoint_problem(path)
+        if problem:
+            raise pytest.UsageError(f"--nosync-checkpoint {name}={path}: {problem} (nothing is downloaded)")
+
+
+def unused_outputs(settings: Settings) -> list[str]:
+    """What to say about outputs asked for in a run that checks nothing (no --nosync)."""
+    if settings.enabled:
+        return []
+    asked = [f"--nosync-{name.replace('_', '-')}" for name in ("report", "baseline_write") if getattr(settings, name)]
+    return [f"{option} given without --nosync: nothing was checked and nothing was written" for option in asked]
+
+
+def check_outputs(settings: Settings) -> None:
+    for option, path in (("--nosync-report", settings.report), ("--nosync-baseline-write", settings.baseline_write)):
+        if path:
+            try:
+                run_report.check_writable(path)
+            except OSError as exc:
+                raise pytest.UsageError(f"{option}: {exc}") from None
+    trace = settings.trace
+    if trace.mode != "never" and not trace.nsys:
+        try:
+            export.check_directory(trace.directory)
+        except OSError as exc:
+            raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
+    if trace.nsys and not devices.cuda_available():
+        raise pytest.UsageError(
+            "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
+            "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
+        )

@@ -1,0 +1,208 @@
+"""Green means checked: a run that could not check what it claims fails or stops with one sentence.
+
+Real pytest sessions (pytester): a named backend that is not there, checkpoints that cannot be found, a guarded
+block in which nothing ran on the device, checks that did not run, fail-fast in a marker test, bad options.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+
+
+def _one_sentence(result: pytest.RunResult) -> str:
+    text = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in text and "INTERNALERROR" not in text, text
+    return text
+
+
+@NO_GPU
+def test_a_named_backend_that_is_not_there_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("import pytest\n\n@pytest.mark.gpu\ndef test_gpu():\n    pass\n")
+    result = pytester.runpytest("--nosync", "--nosync-backend", "cuda")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--nosync-backend cuda: no CUDA device is visible" in _one_sentence(result)
+
+
+@NO_GPU
+def test_auto_falls_back_to_emulation_and_says_so(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["nosync: backend emulate*", "nosync: no GPU here, so syncs are emulated*"])
+
+
+@pytest.mark.parametrize(
+    ("argument", "message"),
+    [
+        (
+            "wan=/does/not/exist",
+            "--nosync-checkpoint wan=/does/not/exist: /does/not/exist is neither a local directory",
+        ),
+        ("wan={empty}", "has no model_index.json"),
+        ("nosuch=/x", "--nosync-checkpoint: unknown target 'nosuch'"),
+    ],
+)
+def test_a_checkpoint_that_cannot_be_found_is_a_usage_error(
+    pytester: pytest.Pytester, argument: str, message: str
+) -> None:
+    empty = pytester.mkdir("empty")
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest("--nosync", f"--nosync-checkpoint={argument.format(empty=empty)}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in _one_sentence(result)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nosync-suite", "--nosync-targets=nosuch"], "--nosync-targets: unknown target 'nosuch'"),
+        (["--nosync", "--nosync-device=nonsense"], "--nosync-device: must be a torch device"),
+        (["--nosync", "--nosync-steps=1"], "--nosync-steps: must be a whole number >= 2"),
+    ],
+)
+def test_bad_options_are_one_sentence(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in _one_sentence(result)
+
+
+def test_a_usage_error_leaves_no_empty_report(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest("--nosync", "--nosync-report=out/report.json", "--nosync-steps=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "out").exists()
+
+
+def test_a_report_asked_for_without_nosync_says_nothing_was_written(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    result = pytester.runpytest("--nosync-report=report.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*--nosync-report given without --nosync: nothing was checked and nothing was written*"]
+    )
+    assert not (pytester.path / "report.json").exists()
+
+
+HOST_ONLY = """
+import pytest
+import torch
+
+@pytest.mark.gpu
+@pytest.mark.nosync
+def test_forgot_the_device():
+    x = torch.ones(4)  # a CPU tensor: under emulation nothing runs on the device
+    x.sum().item()
+
+@pytest.mark.gpu
+@pytest.mark.nosync(device_work=False)
+def test_knowingly_host_only():
+    torch.ones(4).sum().item()
+
+@pytest.mark.gpu
+@pytest.mark.nosync
+def test_on_the_backends_device(nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    x.sum().item()  # a real sync
+
+@pytest.mark.gpu
+@pytest.mark.nosync
+def test_clean_on_the_backends_device(nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    (x * 2).sum()
+"""
+
+
+@NO_GPU
+def test_a_block_in_which_nothing_ran_on_the_device_fails_with_a_sentence(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(HOST_ONLY)
+    result = pytester.runpytest("--nosync", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*not checked*",
+            "*no op ran on the emulated device in this guarded block, so no sync could happen or be seen: create the "
+            "model and tensors on the device of the `nosync_device` fixture*",
+        ]
+    )
+    verdicts = {
+        line.split()[1].split("::")[-1]: line.split()[0]
+        for line in result.stdout.lines
+        if line.startswith(("ok ", "FAIL "))
+    }
+    assert verdicts == {
+        "test_forgot_the_device": "FAIL",
+        "test_knowingly_host_only": "ok",
+        "test_on_the_backends_device": "FAIL",
+        "test_clean_on_the_backends_device": "ok",
+    }
+
+
+SKIPPED = """
+import pytest
+
+@pytest.mark.gpu
+def test_skipped_check():
+    pytest.skip("the model is too new for this diffusers")
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("i", range(2))
+def test_another(i):
+    pytest.skip("no second GPU here")
+
+def test_plain():
+    pytest.skip("not a check")
+"""
+
+
+def test_checks_that_did_not_run_are_counted_without_rs(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SKIPPED)
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(skipped=4)
+    result.stdout.fnmatch_lines(
+        [
+            "nosync: 3 check(s) did not run:",
+            "  2 × no second GPU here (e.g. *test_another*)",
+            "  1 × the model is too new for this diffusers (e.g. *test_skipped_check)",
+        ]
+    )
+    assert "not a check" not in result.stdout.str()
+
+
+@NO_GPU
+def test_without_nosync_the_gpu_tests_that_did_not_run_are_counted_too(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SKIPPED)
+    result = pytester.runpytest()
+    result.assert_outcomes(skipped=4)
+    result.stdout.fnmatch_lines(["nosync: 3 check(s) did not run:", "  3 × needs a CUDA device: run `pytest -m gpu *"])
+
+
+FAIL_FAST = """
+import pytest
+
+@pytest.mark.gpu
+@pytest.mark.nosync(mode="error")
+def test_fails_fast(nosync_device):
+    import torch
+    x = torch.ones(4, device=nosync_device)
+    x.sum().item()  # line 8: the raise lands here
+    raise AssertionError("never reached: error mode stops at the sync")
+"""
+
+
+def test_error_mode_in_a_marker_test_raises_on_the_offending_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(FAIL_FAST)
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "never reached" not in out
+    result.stdout.fnmatch_lines(
+        [
+            ">       x.sum().item()  # line 8*",
+            "*_offending_line.py:8: *",
+            "E * RuntimeError: pytest-nosync: a synchronizing operation on the emulated device inside a guarded step*",
+        ]
+    )
