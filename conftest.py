@@ -6,13 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-# Imported here, before any in-process pytester run: pytester unloads the modules a run imported, and importing these
+# Done here, before any in-process pytester run: pytester unloads the modules a run imported, and importing them
 # again registers with torch a second time, which torch refuses. torch.profiler's start imports torch._inductor
-# (and dynamo); the emulation registers its device's kernels when a run first installs it.
+# (and dynamo); the emulation registers its device and kernels when first installed.
 import torch._inductor.config
 
-import pytest_nosync.emulation.kernels  # noqa: F401 (imported for its registration, see above)
-from pytest_nosync import devices
+from pytest_nosync import devices, emulation
+
+if emulation.unavailable_reason() is None:
+    emulation.install()  # its registrations (and torch.emu in sys.modules) must predate every pytester snapshot
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]
 

@@ -42,7 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="inductor", help="torch.compile backend in compile mode (default inductor)")
     p.add_argument("--steps", type=int, default=2, help="denoising steps of the profiled call (default 2)")
     p.add_argument("--warmup", type=int, default=1, help="unprofiled calls before it (default 1)")
-    p.add_argument("--device", help="default: cuda when available, else cpu")
+    p.add_argument(
+        "--device",
+        help="cuda, emu (the CPU emulation of a GPU: syncs are checked as on one) or cpu; "
+        "default: cuda when available, else cpu",
+    )
     p.add_argument("--dtype", choices=_DTYPES, help="default: bfloat16 on cuda, float32 on cpu")
     p.add_argument("--checkpoint", help="a local checkpoint directory or cached repo id instead of the tiny build")
     p.add_argument("--out", help=f"trace file (default {DEFAULT_DIR}/<target>-<mode>.json)")
@@ -118,6 +122,7 @@ def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[M
 
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
+    from .emulation import is_emulated
     from .guard_options import GuardOptions
     from .suite.guarded_call import guarded_call
     from .suite.targets.base import CallContext
@@ -135,7 +140,7 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if args.nsys and budgets.any:
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
     target = targets[args.target]
-    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    device = _device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
     pipe = build(target, device, dtype, checkpoint=args.checkpoint)
     if args.mode == "compile":
@@ -158,10 +163,29 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         profiler=ProfilerOptions(args.record_shapes, args.profile_memory, args.with_stack, args.with_flops, schedule),
         nsys=args.nsys,
     )
-    options = GuardOptions(checks=(), trace=config, trace_budgets=budgets, denoiser=target.denoiser, warmup_steps=0)
+    # The sync check runs wherever syncs exist: on a GPU, and on the emulated one.
+    backend = "cuda" if device.type == "cuda" else "emulate" if is_emulated(device) else None
+    checks = ("syncs",) if backend else ()
+    options = GuardOptions(
+        checks=checks, backend=backend or "auto", trace=config, trace_budgets=budgets, denoiser=target.denoiser
+    )
     test_id = f"{args.target}-{args.mode}"
-    report = guarded_call(pipe, kwargs(), options, test_id=test_id, check="trace", target=args.target)
+    report = guarded_call(
+        pipe, kwargs(), options, test_id=test_id, check="syncs" if checks else "trace", target=args.target
+    )
+    if not checks:
+        print("syncs: not checked on the plain CPU (--device emu checks them on the CPU emulation of a GPU)")
     return _summarise(report, args)
+
+
+def _device(name: str | None) -> torch.device:
+    from .devices import cuda_available, execution_device
+
+    if name in ("emu", "emulate"):
+        return execution_device("emulate")
+    if name:
+        return torch.device(name)
+    return torch.device("cuda" if cuda_available() else "cpu")
 
 
 def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:
@@ -185,10 +209,10 @@ def _summarise(report: Report, args: argparse.Namespace) -> int:
             "cudaProfilerStop after the last (--schedule) or at the call's end: run this command under "
             "`nsys profile --capture-range=cudaProfilerApi`"
         )
-    if report.passed is False:  # a budget: the findings, without the diagnosis printed above
-        print(render_report(replace(report, metrics={}, artifacts={})), file=sys.stderr)
-        return 1
-    return 0
+    if report.findings or report.not_checked:  # syncs and budgets, without the diagnosis printed above
+        text = render_report(replace(report, metrics={}, artifacts={}))
+        print(text, file=sys.stderr if report.passed is False else sys.stdout)
+    return 1 if report.passed is False else 0
 
 
 def _write_json(path: str | None, diagnosis: Diagnosis) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from . import devices
 from .findings import SCHEMA_VERSION, Report
 
 
@@ -28,7 +29,7 @@ def environment(backend: str = "") -> dict[str, Any]:
     """What a reader needs to reproduce a run: versions, device, backend."""
     diffusers = diffusers_version()
     device = None
-    if torch.cuda.is_available():
+    if devices.cuda_available():
         try:
             device = torch.cuda.get_device_name()
         except Exception:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from .. import attribution
+from ..emulation import cuda_map
 from ..findings import IN_STEP, Finding, Frame, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
@@ -62,7 +63,8 @@ class DynamoDetector(Detector):
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            return compiled(*args, **kwargs)
+            with cuda_map.paused():  # dynamo must trace the model, not the emulation's CUDA mapping
+                return compiled(*args, **kwargs)
 
         self._patches.setattr(denoiser, "forward", forward)
 

@@ -3,11 +3,31 @@ is set, stopped at disarm, exported only when someone asks (exporting is most of
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
+from .. import devices
 from ..profiling.config import ProfilerOptions
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Kineto writes `USDT ... profiler_start/stop` to file descriptor 2 at every start and stop, and no setting turns
+    it off: point fd 2 at /dev/null for those two calls only, so a test's captured stderr holds the test's own."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 class ProfilerBusy(RuntimeError):
@@ -27,7 +47,7 @@ class ProfilerSession:
         if torch._C._autograd._profiler_enabled():
             raise ProfilerBusy("another torch.profiler session is running: this block is not traced")
         activities = [ProfilerActivity.CPU]
-        if torch.cuda.is_available():
+        if devices.cuda_available():
             activities.append(ProfilerActivity.CUDA)
         plan = None
         if self.options.schedule is not None:
@@ -42,7 +62,8 @@ class ProfilerSession:
             with_stack=self.options.with_stack,
             with_flops=self.options.with_flops,
         )
-        self.profiler.start()
+        with _quiet_stderr():
+            self.profiler.start()
         self._running = True
 
     def _ready(self, profiler: Any) -> None:
@@ -51,12 +72,14 @@ class ProfilerSession:
     def step(self) -> None:
         """At a denoising step's end: moves a schedule on (without one, steps are the nosync ranges alone)."""
         if self._running and self.options.schedule is not None:
-            self.profiler.step()
+            with _quiet_stderr():  # a schedule starts and stops recording here
+                self.profiler.step()
 
     def stop(self) -> None:
         if self._running:
             self._running = False
-            self.profiler.stop()
+            with _quiet_stderr():
+                self.profiler.stop()
 
     def export(self, path: str) -> None:
         """Kineto's Chrome JSON of what was recorded, written to `path`."""

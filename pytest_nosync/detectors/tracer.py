@@ -22,8 +22,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import torch
-
+from .. import devices
 from ..findings import Finding, Report
 from ..guard_options import GuardOptions
 from ..profiling import export
@@ -75,7 +74,7 @@ class TraceDetector(Detector):
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         if self.config.nsys:
-            if self._cudart is None and not torch.cuda.is_available():
+            if self._cudart is None and not devices.cuda_available():
                 raise RuntimeError("nsys mode needs a CUDA device: NVTX ranges and cudaProfilerStart/Stop")
             first, last = 0, None
             if self.profiler_options.schedule is not None:

@@ -8,6 +8,7 @@ that ran it (read later, by the detector) only names the pattern. Whoever armed 
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,8 @@ Listener = Callable[[SyncEvent], None]
 Check = Callable[[Any, tuple, dict], "SyncEvent | None"]
 
 listener: Listener | None = None  # read on every op: a plain module global is the cheapest test
+# Host tensors pinned by the CUDA mapping (cuda_map.pin), by id: tensors compare elementwise, so no WeakSet.
+pinned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def set_listener(new: Listener | None) -> Listener | None:
@@ -80,8 +83,8 @@ def _copy(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
     kind, host = (HTOD, src) if to_device else (DTOH, dst)
     if not non_blocking:
         return SyncEvent(kind, _name(func), "to_device" if to_device else "to_host")
-    if host.is_pinned():
-        return None  # the one free transfer (emulation cannot pin memory, so it is seen only if torch can)
+    if host.is_pinned() or pinned.get(id(host)) is host:
+        return None  # the one free transfer: from pinned host memory
     return SyncEvent(kind, _name(func), "non_blocking_pageable", NON_BLOCKING_PAGEABLE_HINT)
 
 

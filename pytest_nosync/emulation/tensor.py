@@ -9,6 +9,7 @@ as they do on a GPU; 0-dim host tensors are fine as operands, as CUDA allows.
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any
 
 import torch
@@ -19,6 +20,40 @@ from .device import DEVICE_TYPE
 _CPU = torch.device("cpu")
 _DEVICE: torch.device  # set by bind(), once the backend has its name
 ops_run = [0]  # ops dispatched on the device so far (the detector reports its share)
+
+
+class DeviceMemory:
+    """The bytes of device storage alive, and their peak: what `torch.cuda.memory_allocated()` and
+    `max_memory_allocated()` report on a GPU, without a caching allocator's rounding. A storage is counted once,
+    whatever number of views share it, and released when its last tensor is gone."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, tuple[int, weakref.ref]] = {}  # id of a live storage → (its bytes, a weak reference)
+        self.allocated = 0
+        self.peak = 0
+
+    def add(self, raw: torch.Tensor) -> None:
+        storage = raw.untyped_storage()  # torch keeps one Python object per storage while it lives
+        key = id(storage)
+        if key in self.live:
+            return
+        nbytes = storage.nbytes()
+        # a weak reference with a callback: a third of weakref.finalize's cost, on every new device storage
+        self.live[key] = (nbytes, weakref.ref(storage, lambda _, key=key: self._release(key)))
+        self.allocated += nbytes
+        if self.allocated > self.peak:
+            self.peak = self.allocated
+
+    def _release(self, key: int) -> None:
+        entry = self.live.pop(key, None)
+        if entry is not None:
+            self.allocated -= entry[0]
+
+    def reset_peak(self) -> None:
+        self.peak = self.allocated
+
+
+memory = DeviceMemory()
 
 
 class EmulatedTensor(torch.Tensor):
@@ -33,6 +68,7 @@ class EmulatedTensor(torch.Tensor):
             cls, raw.size(), raw.stride(), raw.storage_offset(), None, raw.dtype, raw.layout, _DEVICE
         )
         tensor._raw = raw
+        memory.add(raw)
         return tensor
 
     # No __torch_function__ layer: ops go straight to __torch_dispatch__ (half the Python overhead).

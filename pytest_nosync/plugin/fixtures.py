@@ -13,6 +13,7 @@ A test that takes `nosync_target` without parametrizing it runs once per selecte
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,7 @@ from .session import BASELINE, ITEM_REPORTS, PENDING_TRACES, add_report
 SUITE_DIR = Path(__file__).parent.parent / "suite"
 _MARKER = pytest.StashKey[dict[str, Any]]()
 _PIPELINES = pytest.StashKey[dict[tuple, Any]]()
+_TRACE_DIR = pytest.StashKey[str]()
 
 
 # ---- one test's GuardOptions -----------------------------------------------------------------------------------
@@ -56,6 +58,21 @@ def known_matcher(config: pytest.Config, test_id: str, target: str, check: str) 
     return baseline.matcher(test_id, target, check, diffusers_version(), table.of(config).backend)
 
 
+def trace_directory(config: pytest.Config) -> str:
+    """--nosync-trace-dir, else `nosync-traces` in pytest's cache directory: a run leaves no files in the directory
+    it runs from (a diffusers checkout stays clean). Without the cache plugin: the temporary directory."""
+    given = table.of(config).trace_dir
+    if given:
+        return given
+    if _TRACE_DIR not in config.stash:
+        cache = getattr(config, "cache", None)  # set by pytest's cache plugin, after the plugins' configure
+        root = (
+            cache.mkdir("nosync-traces") if cache is not None else Path(tempfile.gettempdir()) / "pytest-nosync-traces"
+        )
+        config.stash[_TRACE_DIR] = str(root)
+    return config.stash[_TRACE_DIR]
+
+
 def _trace(item: pytest.Item) -> TraceConfig | None:
     """The run's trace settings. In on-failure mode a passing block's trace is held until the test's outcome is
     known (the session's makereport keeps or discards it), so a test that fails after its block still gets one."""
@@ -66,7 +83,8 @@ def _trace(item: pytest.Item) -> TraceConfig | None:
     def hold(pending: Any) -> None:
         item.stash.setdefault(PENDING_TRACES, []).append(pending)
 
-    return replace(settings.trace, defer=hold if settings.trace.mode == "on-failure" else None)
+    defer = hold if settings.trace.mode == "on-failure" else None
+    return replace(settings.trace, directory=trace_directory(item.config), defer=defer)
 
 
 def guard_options(item: pytest.Item, check: str = "", target: str = "", **fixed: Any) -> GuardOptions:

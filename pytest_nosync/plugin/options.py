@@ -189,6 +189,9 @@ TABLE: tuple[Option, ...] = (
     # ---- the run ----------------------------------------------------------------------------------------------
     Option("backend", "cuda, emulate (CPU emulation) or auto (cuda when a GPU is visible)", choice(*BACKENDS),
            default="auto"),
+    Option("map_cuda", "on (default): under the emulate backend, code written for CUDA runs on the emulated device "
+           "(device='cuda', .cuda(), torch.Generator('cuda'), torch.cuda.*); off: leave CUDA alone",
+           choice("on", "off"), default="on"),
     Option("report", "write one JSON report of the run to this path", default=None, path=True),
     Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
            "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool", default=False),
@@ -206,7 +209,8 @@ TABLE: tuple[Option, ...] = (
     Option("trace", "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded "
            "block is profiled, the trace is written only when the test fails) or never", choice(*TRACE_MODES),
            default=None),
-    Option("trace_dir", "directory of the trace files (one per test id)", default=DEFAULT_DIR, path=True),
+    Option("trace_dir", "directory of the trace files, one per test id (default: nosync-traces in pytest's cache "
+           "directory, .pytest_cache/d/)", default=None, path=True),
     Option("trace_gzip", "write traces as .json.gz", flag, "bool", default=False),
     Option("trace_shapes", "profiler: record input shapes (slower)", flag, "bool", default=False),
     Option("trace_memory", "profiler: record allocations (slower)", flag, "bool", default=False),
@@ -231,6 +235,7 @@ class Settings:
 
     enabled: bool = False
     backend: str = "auto"
+    map_cuda: str = "on"
     report: str | None = None
     suite: bool = False
     targets: tuple[str, ...] = ()
@@ -241,6 +246,7 @@ class Settings:
     baseline: str | None = None
     baseline_write: str | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
+    trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)
@@ -328,7 +334,7 @@ def _trace(values: dict[str, Any], run_budgets: TraceBudgets | None) -> TraceCon
     )
     return TraceConfig(
         mode=mode or ("never" if nsys else "on-failure"),
-        directory=values["trace_dir"],
+        directory=values["trace_dir"] or DEFAULT_DIR,
         gzip=values["trace_gzip"],
         profiler=profiler,
         nsys=nsys,

@@ -4,7 +4,7 @@ baseline and writes the JSON report. Registered only with --nosync, so the plugi
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -61,6 +61,12 @@ class NosyncSession:
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
+        self.unmap_cuda: Callable[[], None] | None = None
+        if settings.backend == "emulate" and settings.map_cuda == "on":
+            from .. import devices
+            from ..emulation import cuda_map
+
+            self.unmap_cuda = cuda_map.install(devices.execution_device("emulate"))
         self.reports: list[Report] = []
         self.stale: list[tuple[int, baseline.Entry]] = []
         self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
@@ -80,6 +86,19 @@ class NosyncSession:
         if self.settings.backend == "emulate":
             return [line, EMULATION_BANNER]
         return [line]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.unmap_cuda is not None:
+            from ..emulation import cuda_map
+            from .fixtures import device_for
+
+            cuda_map.retarget(device_for(item))  # the plain CPU for a test that only checks graph breaks
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.unmap_cuda is not None:
+            self.unmap_cuda()
+            self.unmap_cuda = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:

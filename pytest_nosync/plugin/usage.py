@@ -52,7 +52,7 @@ def check_outputs(settings: Settings) -> None:
             except OSError as exc:
                 raise pytest.UsageError(f"{option}: {exc}") from None
     trace = settings.trace
-    if trace.mode != "never" and not trace.nsys:
+    if settings.trace_dir and trace.mode != "never" and not trace.nsys:
         try:
             export.check_directory(trace.directory)
         except OSError as exc:

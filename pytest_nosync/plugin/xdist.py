@@ -24,7 +24,9 @@ def visible_gpus() -> list[str]:
         return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
     import torch
 
-    return [str(i) for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    from .. import devices
+
+    return [str(i) for i in range(torch.cuda.device_count())] if devices.cuda_available() else []
 
 
 def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:

@@ -33,19 +33,32 @@ def _row(s: StepStats, gpu: bool) -> str:
 
 
 def render_diagnosis(d: Diagnosis) -> str:
-    """The diagnosis as a few dozen lines at most (see the module doc)."""
-    lines = [f"trace diagnosis: {len(d.steps)} step(s), " + ("GPU activity recorded" if d.gpu else "CPU only")]
+    """The diagnosis as a few dozen lines at most (see the module doc). Without GPU activity (a CPU or emulated run)
+    the figures that only a GPU trace gives (idle, kernels, launch delays, layout and copy kernels, runtime syncs)
+    are left out rather than shown empty."""
+    lines = [
+        f"trace diagnosis: {len(d.steps)} step(s), "
+        + ("GPU activity recorded" if d.gpu else "CPU only (GPU figures left out; syncs are the sync check's)")
+    ]
     if d.steps:
-        lines.append(
-            "  step  window ms  GPU idle ms (%)  kernels(c)   GPU ms  layout  copies  syncs  launch µs  between"
-        )
         shown = d.steps[:MAX_STEPS]
-        lines.extend(_row(s, d.gpu) for s in shown)
+        if d.gpu:
+            lines.append(
+                "  step  window ms  GPU idle ms (%)  kernels(c)   GPU ms  layout  copies  syncs  launch µs  between"
+            )
+            lines.extend(_row(s, d.gpu) for s in shown)
+        else:
+            lines.append("  step  window ms  between")
+            lines.extend(f"  {s.step:>4}  {s.wall_ms:>9.2f}  {_num(s.max_ms_between_denoiser_calls):>7}" for s in shown)
         if len(d.steps) > len(shown):
             lines.append(f"  ... {len(d.steps) - len(shown)} more step(s) in the JSON report")
         lines.append(
-            "  (kernels(c): compiled ones in brackets; launch µs: kernel start − launch, median/p95; "
-            "between: longest host ms between two denoiser calls)"
+            (
+                "  (kernels(c): compiled ones in brackets; launch µs: kernel start − launch, median/p95; "
+                if d.gpu
+                else "  ("
+            )
+            + "between: longest host ms between two denoiser calls)"
         )
     if d.launch_delay_us:
         p = d.launch_delay_us
@@ -84,5 +97,6 @@ def render_diagnosis(d: Diagnosis) -> str:
         ]
         lines.append(f" memory allocated on {device}, growth per step: " + ", ".join(parts))
     for note in d.notes:
-        lines.append(f" note: {note}")
+        if d.gpu or not note.startswith("no GPU activity"):  # the header says it already
+            lines.append(f" note: {note}")
     return "\n".join(lines)

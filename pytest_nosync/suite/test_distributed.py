@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from pytest_nosync import devices
 from pytest_nosync.plugin import options as nosync_options
 from pytest_nosync.policy import rejudge
 from pytest_nosync.suite import distributed
@@ -26,7 +27,7 @@ WORLD = 2
 def test_context_parallel_adds_no_sync_in_a_step(
     mode, nosync_target, nosync_guard_kwargs, nosync, tmp_path, request
 ) -> None:
-    if not torch.cuda.is_available() or torch.cuda.device_count() < WORLD:
+    if not devices.cuda_available() or torch.cuda.device_count() < WORLD:
         pytest.skip(f"needs {WORLD} GPUs visible to this process (run it without -n, on a runner with {WORLD}+)")
     reason = distributed.context_parallel_unavailable()
     if reason:

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from pytest_nosync import devices
+
 FAILING_REPORT = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge
@@ -166,9 +168,8 @@ def test_gpu_tests_skip_with_a_sentence_without_cuda(pytester: pytest.Pytester) 
             pass
         """
     )
-    import torch
 
-    if torch.cuda.is_available():
+    if devices.cuda_available():
         pytest.skip("this machine has CUDA")
     result = pytester.runpytest("-rs")
     result.assert_outcomes(skipped=1)
@@ -201,9 +202,8 @@ def test_state_is_restored_when_the_test_body_raises(pytester: pytest.Pytester) 
 
 
 def test_emulation_banner_says_what_it_cannot_see(pytester: pytest.Pytester) -> None:
-    import torch
 
-    if torch.cuda.is_available():
+    if devices.cuda_available():
         pytest.skip("this machine has CUDA: auto picks it")
     pytester.makepyfile("def test_ok(): pass")
     result = pytester.runpytest("--nosync")

@@ -7,9 +7,10 @@ block in which nothing ran on the device, checks that did not run, fail-fast in 
 from __future__ import annotations
 
 import pytest
-import torch
 
-NO_GPU = pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+from pytest_nosync import devices
+
+NO_GPU = pytest.mark.skipif(devices.cuda_available(), reason="this machine has CUDA")
 
 
 def _one_sentence(result: pytest.RunResult) -> str:

@@ -89,4 +89,5 @@ def test_render_names_the_places(eager: Diagnosis) -> None:
 
 def test_render_of_a_cpu_only_diagnosis_says_so() -> None:
     text = render_diagnosis(Diagnosis(notes=("no GPU activity in this trace",)))
-    assert "CPU only" in text and "note: no GPU activity" in text
+    assert "CPU only (GPU figures left out" in text and "note: no GPU activity" not in text
+    assert "GPU idle" not in text and "launch" not in text

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync import nosync_guard
+from pytest_nosync import devices, nosync_guard
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
 from pytest_nosync.profiling.diagnose import Diagnosis
 from pytest_nosync.profiling.trace import Trace
@@ -33,7 +33,7 @@ def _def_line(fn: Any) -> str:
 
 @pytest.fixture
 def pipe() -> TinyPipeline:
-    if not torch.cuda.is_available():
+    if not devices.cuda_available():
         pytest.skip("needs CUDA")
     pipe = TinyPipeline("cuda", torch.float32)
     with torch.no_grad():

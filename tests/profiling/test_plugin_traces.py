@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -55,10 +56,15 @@ def _report(path: Path) -> dict[str, dict]:
     return {t["test_id"].split("::")[-1]: t for t in doc["tests"]}
 
 
+def CACHED_TRACES(project: pytest.Pytester) -> Path:
+    return project.path / ".pytest_cache" / "d" / "nosync-traces"
+
+
 def test_always_writes_one_file_per_test_and_lists_it(project: pytest.Pytester) -> None:
     result = project.runpytest("--nosync", "--nosync-trace=always", "--nosync-report=report.json")
     result.assert_outcomes(passed=2, failed=2)
-    traces = project.path / "nosync-traces"
+    traces = CACHED_TRACES(project)  # by default under pytest's cache directory: the working directory stays clean
+    assert not (project.path / "nosync-traces").exists() and not list(project.path.glob("*.json.gz"))
     names = sorted(p.name for p in traces.iterdir())
     assert names == [
         "test_pipe.py__test_fails_after_the_block_1.json",
@@ -74,7 +80,14 @@ def test_always_writes_one_file_per_test_and_lists_it(project: pytest.Pytester) 
 
 def test_gzip_when_asked(project: pytest.Pytester) -> None:
     project.runpytest("--nosync", "--nosync-trace=always", "--nosync-trace-gzip", "-k", "passes")
-    assert [p.name for p in (project.path / "nosync-traces").iterdir()] == ["test_pipe.py__test_passes.json.gz"]
+    assert [p.name for p in CACHED_TRACES(project).iterdir()] == ["test_pipe.py__test_passes.json.gz"]
+
+
+def test_without_the_cache_plugin_traces_go_to_the_temporary_directory(project: pytest.Pytester) -> None:
+    result = project.runpytest("--nosync", "--nosync-trace=always", "-p", "no:cacheprovider", "-k", "passes")
+    temporary = Path(tempfile.gettempdir()) / "pytest-nosync-traces"
+    result.stdout.fnmatch_lines([f"*trace: {temporary}/test_pipe.py__test_passes.json*"])
+    assert not (project.path / ".pytest_cache").exists() and not (project.path / "nosync-traces").exists()
 
 
 def test_on_failure_keeps_failing_tests_only(project: pytest.Pytester) -> None:
@@ -97,7 +110,7 @@ def test_on_failure_keeps_failing_tests_only(project: pytest.Pytester) -> None:
             "*host_overhead*tiny_pipeline.py:22*step 1*",
             "*of host time between two denoiser calls (budget 5.0 ms)*",
             "trace: *test_over_budget.json (open it in Perfetto)",
-            "trace diagnosis: 3 step(s), CPU only",
+            "trace diagnosis: 3 step(s), CPU only*",
             "*host hotspots (self time):*",
             "*step 1: * <built-in function sleep> in slow_host_work() at *tiny_pipeline.py:22 [[]scheduler_step]",
         ]
@@ -119,7 +132,7 @@ def test_without_stacks_the_region_is_the_place(project: pytest.Pytester) -> Non
 def test_never_writes_nothing(project: pytest.Pytester) -> None:
     result = project.runpytest("--nosync", "--nosync-trace=never", "--nosync-report=report.json")
     result.assert_outcomes(passed=2, failed=2)  # the budget still reads a trace; it is not kept
-    assert not (project.path / "nosync-traces").exists()
+    assert not list(CACHED_TRACES(project).iterdir())
     assert all(t["artifacts"] == {} for t in _report(project.path / "report.json").values())
 
 
@@ -156,9 +169,9 @@ def test_bad_trace_options_are_usage_errors(pytester: pytest.Pytester, options: 
 
 
 def test_nsys_needs_cuda(pytester: pytest.Pytester) -> None:
-    import torch
+    from pytest_nosync import devices
 
-    if torch.cuda.is_available():
+    if devices.cuda_available():
         pytest.skip("this machine has CUDA")
     pytester.makepyfile("def test_ok(): pass")
     result = pytester.runpytest("--nosync", "--nosync-nsys")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync import nosync_guard
+from pytest_nosync import devices, nosync_guard
 from pytest_nosync.detectors.base import Detector
 from pytest_nosync.detectors.profiler_ranges import NvtxRanges
 from pytest_nosync.guard_options import GuardOptions
@@ -319,7 +319,7 @@ def test_a_schedule_that_never_records_says_so(pipe: TinyPipeline, tmp_path: Pat
 
 
 def test_nsys_mode_without_cuda_fails_at_entry(pipe: TinyPipeline) -> None:
-    if torch.cuda.is_available():
+    if devices.cuda_available():
         pytest.skip("this machine has CUDA")
     before = type(pipe.scheduler).step
     with pytest.raises(RuntimeError, match="nsys mode needs a CUDA device"):

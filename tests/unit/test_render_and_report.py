@@ -84,7 +84,7 @@ def test_unwritable_report_path_is_a_sentence(tmp_path) -> None:
         run_report.check_writable(str(tmp_path))
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(OSError, match="cannot write .*report.json: .*file is a file"):
+    with pytest.raises(OSError, match=r"cannot write .*report\.json: .*file is a file"):
         run_report.check_writable(str(blocker / "report.json"))
     run_report.check_writable(str(tmp_path / "new" / "dir" / "report.json"))  # creatable: fine, and not created
     assert not (tmp_path / "new").exists()
