@@ -1,0 +1,111 @@
+"""The CUDA mapping of the emulation: what CUDA-written code reaches, and that undoing it restores every global."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_nosync import devices, nosync_guard
+from pytest_nosync.emulation import cuda_map, tensor
+
+
+@pytest.fixture
+def mapped():
+    if devices.cuda_available():
+        pytest.skip("this machine has CUDA: the mapping is for machines without one")
+    device = devices.execution_device("emulate")
+    undo = cuda_map.install(device)
+    try:
+        yield device
+    finally:
+        undo()
+
+
+def test_cuda_code_lands_on_the_emulated_device(mapped: torch.device) -> None:
+    assert torch.cuda.is_available() and torch.cuda.device_count() == 1
+    assert torch.ones(2, device="cuda").device == mapped
+    assert torch.ones(2, device=torch.device("cuda", 0)).device == mapped
+    assert torch.ones(2).to("cuda").device == mapped
+    assert torch.ones(2).to(0).device == mapped
+    assert torch.ones(2).cuda().device == mapped
+    assert torch.nn.Linear(2, 2).cuda().weight.device == mapped
+    assert torch.nn.Linear(2, 2).to("cuda:0").weight.device == mapped
+    generator = torch.Generator("cuda")
+    assert generator.device == mapped and isinstance(generator, torch.Generator)
+    assert isinstance(torch.Generator(), torch.Generator) and torch.Generator().device.type == "cpu"
+    assert torch.ones(2).to(torch.float16).device.type == "cpu"  # only device arguments move
+
+
+def test_memory_statistics_follow_the_live_device_storages(mapped: torch.device) -> None:
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    x = torch.ones(1024, device="cuda")  # 4 KiB
+    view = x[:3]
+    assert torch.cuda.memory_allocated() - before == 4096
+    y = x * 2
+    del y
+    assert torch.cuda.max_memory_allocated() - before == 8192
+    del x
+    assert torch.cuda.memory_allocated() - before == 4096  # the view keeps the storage alive
+    del view
+    assert torch.cuda.memory_allocated() == before == tensor.memory.allocated
+
+
+def test_explicit_synchronizations_are_findings_as_on_a_gpu(mapped: torch.device) -> None:
+    x = torch.ones(4, device="cuda")
+    stream, event = torch.cuda.Stream(), torch.cuda.Event()
+    with nosync_guard(backend="emulate") as g, g.step():
+        y = x * 2
+        torch.cuda.synchronize()
+        event.record()
+        event.synchronize()
+        stream.synchronize()
+        y.sum()
+    lines = [f.detail for f in g.report.failures]
+    assert [f.kind for f in g.report.failures] == ["device_sync"] * 3, g.report.findings
+    assert lines == ["torch.cuda.synchronize()", "event.synchronize()", "stream.synchronize()"]
+
+
+def test_a_pinned_host_tensor_copies_for_free(mapped: torch.device) -> None:
+    pinned, pageable = torch.ones(4).pin_memory(), torch.ones(4)
+    with nosync_guard(backend="emulate") as g, g.step():
+        pinned.to("cuda", non_blocking=True)
+        pageable.to("cuda", non_blocking=True)
+    assert [(f.kind, f.data["pattern"]) for f in g.report.findings] == [("htod_sync", "non_blocking_pageable")]
+
+
+def test_undo_restores_every_global() -> None:
+    if devices.cuda_available():
+        pytest.skip("this machine has CUDA")
+    before = {name: getattr(torch.cuda, name) for name in ("is_available", "synchronize", "Event", "Stream")}
+    generator, stack = torch.Generator, torch._C._len_torch_function_stack()
+    undo = cuda_map.install(devices.execution_device("emulate"))
+    assert torch._C._len_torch_function_stack() == stack + 1 and torch.Generator is not generator
+    undo()
+    assert {name: getattr(torch.cuda, name) for name in before} == before
+    assert torch.Generator is generator and torch._C._len_torch_function_stack() == stack
+    assert not torch.cuda.is_available() and not cuda_map.active()
+
+
+def test_paused_gives_dynamo_the_real_torch_cuda(mapped: torch.device) -> None:
+    with cuda_map.paused():
+        assert not torch.cuda.is_available()
+        assert torch.ones(2, device="cpu").device.type == "cpu"
+    assert torch.cuda.is_available()
+
+
+OPT_OUT = """
+import torch
+
+def test_sees_the_real_torch_cuda():
+    assert not torch.cuda.is_available()
+"""
+
+
+@pytest.mark.parametrize(("args", "outcome"), [([], {"failed": 1}), (["--nosync-map-cuda=off"], {"passed": 1})])
+def test_on_by_default_and_an_option_turns_it_off(pytester: pytest.Pytester, args: list[str], outcome: dict) -> None:
+    if devices.cuda_available():
+        pytest.skip("this machine has CUDA")
+    pytester.makepyfile(OPT_OUT)
+    pytester.runpytest("--nosync", *args).assert_outcomes(**outcome)
+    assert not torch.cuda.is_available() and not cuda_map.active()  # the session put everything back
