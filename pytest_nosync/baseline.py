@@ -1,26 +1,38 @@
-"""The known-issues baseline: findings a project has accepted for now, each with a reason and a reference.
+"""The known-issues baseline: findings a project has accepted for now, each with a reason and an upstream reference.
 
-A committed JSON file (so a PR shows every change to it). A finding matching an active entry is `known`
-and does not fail its test; a finding matching none fails. Strict: an active entry whose scope ran but
-that matched nothing is stale, and fails the run so it gets removed.
+A committed JSON file (so a PR shows every change to it). A finding matching an entry in scope is `known` and does
+not fail its test; a finding matching none fails. An entry names its finding the way a person would, so that it
+follows the code across versions: the file (its path inside its package), the enclosing function, the source text
+of the line (normalized) and which of the identical lines of that function it is, and the kind; the line number
+is only a hint. Entries of kind `error` name an exception a case raises (type, and a pattern on its message).
+
+Strict: at the end of a run every entry whose scope ran but that matched nothing fails the run, saying which it is:
+`fixed` (its code is still there but no longer does what the entry says: remove the entry), or `stale` (its code is
+gone: moved to another function, rewritten or deleted: re-record or remove it). An entry that matched at another
+line than its hint is `moved` (not a failure: `--nosync-baseline-write` rewrites the hints, keeping the reasons).
+
+Schema 1 files (entries with a `where` file:line pattern) still load and match by line; `python -m pytest_nosync
+baseline migrate FILE` rewrites them in this form from the installed package.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import json
-import os
-import sys
+import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import date
 from typing import Any
 
+from . import source_identity
 from .findings import STATUS_FAIL, STATUS_KNOWN, Finding, Report
 from .policy import where_matches
 
-SCHEMA = "pytest-nosync-baseline/1"
+SCHEMA = "pytest-nosync-baseline/2"
+SCHEMAS = ("pytest-nosync-baseline/1", SCHEMA)
 PLACEHOLDER_REASON = "accepted when the baseline was written: replace with why, and link the upstream issue"
+_NOTE = re.compile(r"^baseline #(\d+):")
 
 
 class BaselineError(ValueError):
@@ -29,23 +41,41 @@ class BaselineError(ValueError):
 
 @dataclass(frozen=True)
 class Entry:
-    """One accepted finding. target/check/test/kind are globs ("*" = any); where is file[:line] (globs)."""
+    """One accepted finding. target/check/test/backend/kind are globs ("*": any). The code identity (file,
+    function, code, occurrence) says which finding; `line` is where it stood when recorded. `where` is the schema-1
+    file[:line] glob. `diffusers` is a version range (">=0.41", ">=0.38,<0.43"); `until` names what will fix it."""
 
-    where: str
     reason: str
     kind: str = "*"
+    file: str = ""
+    function: str = ""
+    code: str = ""
+    occurrence: int | None = None
+    line: int = 0
+    where: str = ""
+    exception: str = ""
+    message: str = ""
     target: str = "*"
     check: str = "*"
     test: str = "*"
+    backend: str = "*"
+    diffusers: str = ""
+    until: str = ""
     upstream: str = ""
     added: str = ""
-    diffusers: str = ""  # a version specifier such as "<0.38"; empty: every version
-    backend: str = "*"  # cuda, emulate: a finding only one backend sees
+
+    @property
+    def place(self) -> str:
+        if self.kind == "error":
+            return f"{self.exception or 'an exception'} matching {self.message!r}"
+        if self.file:
+            return f"{self.file}:{self.line} in {self.function}: {self.code}"
+        return self.where
 
     @property
     def label(self) -> str:
         ref = f" ({self.upstream})" if self.upstream else ""
-        return f"{self.kind} at {self.where} in {self.target}/{self.check}{ref}"
+        return f"{self.kind} at {self.place} in {self.target}/{self.check}{ref}"
 
     def in_scope(self, test_id: str, target: str, check: str, backend: str = "") -> bool:
         return (
@@ -55,25 +85,65 @@ class Entry:
             and (not backend or fnmatch.fnmatchcase(backend, self.backend))
         )
 
-    def matches(self, finding: Finding) -> bool:
-        return fnmatch.fnmatchcase(finding.kind, self.kind) and where_matches(self.where, finding.where)
-
-    def active(self, diffusers_version: str | None) -> bool:
+    def applies_to(self, diffusers_version: str | None) -> bool:
+        """Whether the entry's version range admits the installed diffusers (development versions included)."""
         if not self.diffusers or diffusers_version is None:
             return True
         from packaging.specifiers import SpecifierSet
         from packaging.version import Version
 
-        return Version(diffusers_version) in SpecifierSet(self.diffusers)
+        return SpecifierSet(self.diffusers).contains(Version(diffusers_version), prereleases=True)
+
+    def matches(self, finding: Finding) -> bool:
+        if not fnmatch.fnmatchcase(finding.kind, self.kind):
+            return False
+        if self.kind == "error":
+            data = finding.data
+            return _exception_matches(self.exception, str(data.get("exception", ""))) and bool(
+                re.search(self.message, str(data.get("message", "")))
+            )
+        if self.file:
+            found = _identity(finding)
+            return (
+                found is not None
+                and (found.file == self.file or found.file.endswith("/" + self.file))
+                and fnmatch.fnmatchcase(found.function, self.function or "*")
+                and found.code == source_identity.normalize(self.code)
+                and (self.occurrence is None or found.occurrence == self.occurrence)
+            )
+        return where_matches(self.where, finding.where)
+
+
+def _exception_matches(wanted: str, raised: str) -> bool:
+    return not wanted or raised == wanted or raised.rsplit(".", 1)[-1] == wanted
+
+
+def _identity(finding: Finding) -> source_identity.Identity | None:
+    return source_identity.identify(finding.filename, finding.lineno) if finding.lineno else None
+
+
+@dataclass(frozen=True)
+class Review:
+    """What became of an entry in a run: stale, fixed or moved (see the module doc)."""
+
+    index: int
+    entry: Entry
+    status: str
+    detail: str
+
+    @property
+    def fails(self) -> bool:
+        return self.status in ("stale", "fixed")
 
 
 @dataclass
 class Baseline:
     entries: list[Entry]
     path: str = ""
+    shipped: bool = False  # the package's own, picked up for the built-in suite
 
     @classmethod
-    def load(cls, path: str) -> Baseline:
+    def load(cls, path: str, shipped: bool = False) -> Baseline:
         try:
             with open(path, encoding="utf-8") as fh:
                 raw = json.load(fh)
@@ -81,28 +151,33 @@ class Baseline:
             raise BaselineError(f"baseline {path} does not exist (write one with --nosync-baseline-write)") from None
         except json.JSONDecodeError as exc:
             raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
-        if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
+        if not isinstance(raw, dict) or raw.get("schema") not in SCHEMAS:
             raise BaselineError(f'baseline {path} has no \'"schema": "{SCHEMA}"\'')
-        entries = []
-        for i, item in enumerate(raw.get("entries", [])):
-            if not isinstance(item, dict) or not item.get("where"):
-                raise BaselineError(f"baseline {path}: entry {i} needs a 'where' (file:line or glob)")
-            if not str(item.get("reason", "")).strip():
-                raise BaselineError(f"baseline {path}: entry {i} ({item.get('where')}) needs a 'reason'")
-            unknown = set(item) - set(Entry.__dataclass_fields__)
-            if unknown:
-                raise BaselineError(f"baseline {path}: entry {i} has unknown field(s) {sorted(unknown)}")
-            entries.append(Entry(**item))
-        return cls(entries, path)
+        return cls([_entry(path, i, item) for i, item in enumerate(raw.get("entries", []))], path, shipped)
 
-    def active_entries(self, diffusers_version: str | None) -> list[tuple[int, Entry]]:
-        return [(i, e) for i, e in enumerate(self.entries) if e.active(diffusers_version)]
+    @property
+    def legacy(self) -> int:
+        """Entries that still match by line number (schema 1): migrate them."""
+        return sum(1 for e in self.entries if e.where and not e.file)
+
+    def applying(self, diffusers_version: str | None) -> list[tuple[int, Entry]]:
+        return [(i, e) for i, e in enumerate(self.entries) if e.applies_to(diffusers_version)]
+
+    def summary(self, diffusers_version: str | None) -> str:
+        """One line for the run's header: which baseline judges the run, and how much of it applies."""
+        applying = len(self.applying(diffusers_version))
+        which = f"{self.path} (shipped with pytest-nosync)" if self.shipped else self.path
+        line = (
+            f"nosync: baseline {which}: {applying} of {len(self.entries)} entries apply to diffusers "
+            f"{diffusers_version}"
+        )
+        if self.legacy:
+            line += f"; {self.legacy} match by line number only (python -m pytest_nosync baseline migrate)"
+        return line
 
     def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = ""):
         """A policy KnownMatcher for one test: the note of the first entry a finding matches."""
-        scoped = [
-            (i, e) for i, e in self.active_entries(diffusers_version) if e.in_scope(test_id, target, check, backend)
-        ]
+        scoped = [(i, e) for i, e in self.applying(diffusers_version) if e.in_scope(test_id, target, check, backend)]
 
         def known(finding: Finding) -> str | None:
             for i, entry in scoped:
@@ -112,58 +187,157 @@ class Baseline:
 
         return known
 
-    def stale(self, reports: Iterable[Report], diffusers_version: str | None) -> list[tuple[int, Entry]]:
-        """Active entries whose scope ran in `reports` but matched no finding."""
+    def review(self, reports: Iterable[Report], diffusers_version: str | None) -> list[Review]:
+        """Entries whose scope ran: the ones that matched nothing (stale or fixed), and the ones that moved."""
         reports = list(reports)
-        matched: set[int] = set()
+        matched: dict[int, list[Finding]] = {}
         for r in reports:
             for f in r.findings:
-                if f.status == STATUS_KNOWN and f.note.startswith("baseline #"):
-                    matched.add(int(f.note.split("#", 1)[1].split(":", 1)[0]))
+                index = known_entry(f)
+                if index is not None:
+                    matched.setdefault(index, []).append(f)
         out = []
-        for i, entry in self.active_entries(diffusers_version):
-            ran = any(entry.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports)
-            if ran and i not in matched:
-                out.append((i, entry))
+        for i, entry in self.applying(diffusers_version):
+            if not any(entry.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports):
+                continue
+            if i in matched:
+                lines = sorted({f.lineno for f in matched[i]} - {0})
+                if entry.file and entry.line and lines and entry.line not in lines:
+                    out.append(Review(i, entry, "moved", f"now at line {lines[0]} (recorded at {entry.line})"))
+            else:
+                out.append(_unmatched(i, entry))
         return out
 
 
-def entries_from(reports: Iterable[Report], diffusers_version: str | None) -> list[Entry]:
-    """Baseline entries for every failing or known finding of a run, one per (target, check, kind, where)."""
-    seen: dict[tuple, Entry] = {}
+def _unmatched(index: int, entry: Entry) -> Review:
+    if entry.kind == "error":
+        return Review(index, entry, "fixed", "the case no longer raises it: remove the entry")
+    if not entry.file:  # schema 1: only the line is known
+        return Review(index, entry, "stale", "no longer occurs at that line: migrate the baseline, or remove it")
+    filename = source_identity.locate_file(entry.file)
+    line = filename and source_identity.find(filename, entry.function, source_identity.normalize(entry.code),
+                                             entry.occurrence)  # fmt: skip
+    if line:
+        return Review(index, entry, "fixed", f"its code is still at line {line} but no longer reported: remove it")
+    return Review(
+        index,
+        entry,
+        "stale",
+        "its code is gone from the function (moved, rewritten or deleted): re-record it with "
+        "--nosync-baseline-write, or remove it",
+    )
+
+
+def known_entry(finding: Finding) -> int | None:
+    """The index of the baseline entry a known finding matched."""
+    if finding.status != STATUS_KNOWN:
+        return None
+    match = _NOTE.match(finding.note)
+    return int(match.group(1)) if match else None
+
+
+def _entry(path: str, i: int, item: Any) -> Entry:
+    if not isinstance(item, dict):
+        raise BaselineError(f"baseline {path}: entry {i} is not an object")
+    label = item.get("where") or item.get("file") or item.get("exception") or f"entry {i}"
+    unknown = set(item) - {f.name for f in fields(Entry)}
+    if unknown:
+        raise BaselineError(f"baseline {path}: entry {i} has unknown field(s) {sorted(unknown)}")
+    if not str(item.get("reason", "")).strip():
+        raise BaselineError(f"baseline {path}: entry {i} ({label}) needs a 'reason'")
+    if item.get("kind") == "error":
+        if not item.get("message"):
+            raise BaselineError(f"baseline {path}: entry {i} (kind error) needs a 'message' pattern")
+        try:
+            re.compile(item["message"])
+        except re.error as exc:
+            raise BaselineError(f"baseline {path}: entry {i}: 'message' is not a regular expression: {exc}") from None
+    elif not (item.get("where") or (item.get("file") and item.get("code"))):
+        raise BaselineError(f"baseline {path}: entry {i} needs a 'file' and its 'code' (or a schema-1 'where')")
+    entry = Entry(**item)
+    if entry.diffusers:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            SpecifierSet(entry.diffusers)
+        except InvalidSpecifier:
+            raise BaselineError(
+                f"baseline {path}: entry {i} ({label}): 'diffusers' must be a version range such as '>=0.41', "
+                f"got {entry.diffusers!r}"
+            ) from None
+    return entry
+
+
+# ---- writing ---------------------------------------------------------------------------------------------------
+def default_range(diffusers_version: str | None) -> str:
+    """The range a new entry gets: from this release on (a development version counts as its own release)."""
+    if not diffusers_version:
+        return ""
+    from packaging.version import Version
+
+    v = Version(diffusers_version)
+    return f">={v}" if v.is_prerelease or v.is_devrelease else f">={v.major}.{v.minor}"
+
+
+def entries_from(
+    reports: Iterable[Report], diffusers_version: str | None, previous: Baseline | None = None
+) -> list[Entry]:
+    """A baseline of a run: every failing or known finding, one entry per problem. A known finding keeps its
+    entry's reason, references and range (its line hint updated); entries of `previous` whose scope did not run
+    (other targets, other diffusers versions) are kept as they are; those that ran and matched nothing are dropped."""
+    reports = list(reports)
     today = date.today().isoformat()
+    written: dict[tuple, Entry] = {}
     for r in reports:
         for f in r.findings:
             if f.status not in (STATUS_FAIL, STATUS_KNOWN):
                 continue
-            # Without a target the test itself is the scope (a user's own guarded test).
-            key = (r.target or r.test_id, r.check or "*", f.kind, f.where)
-            if key in seen:
-                continue
-            seen[key] = Entry(
-                where=_portable(f.where),
-                reason=PLACEHOLDER_REASON,
-                kind=f.kind,
-                target=r.target or "*",
-                check=r.check or "*",
-                test="*" if r.target else r.test_id,
-                added=today,
-                diffusers=f"=={diffusers_version}" if diffusers_version and r.target else "",
-            )
-    return list(seen.values())
+            index = known_entry(f)
+            earlier = previous.entries[index] if previous is not None and index is not None else None
+            entry = _recorded(f, r, diffusers_version, today, earlier)
+            written.setdefault(_key(entry), entry)
+    kept = []
+    if previous is not None:
+        ran = {
+            i
+            for i, e in enumerate(previous.entries)
+            if e.applies_to(diffusers_version)
+            and any(e.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports)
+        }
+        kept = [e for i, e in enumerate(previous.entries) if i not in ran]
+    return kept + list(written.values())
 
 
-def _portable(where: str) -> str:
-    """A where pattern that holds on another machine: the path from its import root (a sys.path entry)."""
-    filename, _, line = where.rpartition(":")
-    roots = sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True)
-    for root in roots:
-        if filename.startswith(root.rstrip(os.sep) + os.sep):
-            return "*/" + os.path.relpath(filename, root) + ":" + line
-    for marker in ("/site-packages/", "/dist-packages/"):  # a path from another machine's environment
-        if marker in filename:
-            return "*/" + filename.split(marker, 1)[1] + ":" + line
-    return where
+def _recorded(finding: Finding, report: Report, version: str | None, today: str, earlier: Entry | None) -> Entry:
+    scope = {
+        "target": report.target or "*",
+        "check": report.check or "*",
+        "test": "*" if report.target else report.test_id,  # without a target, the test itself is the scope
+    }
+    base = earlier or Entry(reason=PLACEHOLDER_REASON, added=today, diffusers=default_range(version), **scope)
+    if finding.kind == "error":
+        message = str(finding.data.get("message", "")).splitlines()[0][:200] if finding.data.get("message") else ""
+        return replace(base, kind="error", exception=str(finding.data.get("exception", "")),
+                       message=earlier.message if earlier else re.escape(message), where="")  # fmt: skip
+    found = _identity(finding)
+    if found is None:  # a place without readable source (another machine's, a budget's): by portable file:line
+        where = f"*/{source_identity.package_path(finding.filename)}:{finding.lineno}" if finding.lineno else ""
+        return replace(base, kind=finding.kind, where=earlier.where if earlier else where or finding.where)
+    return replace(
+        base,
+        kind=finding.kind,
+        file=found.file,
+        function=found.function,
+        code=found.code,
+        occurrence=found.occurrence,
+        line=found.line,
+        where="",
+    )
+
+
+def _key(entry: Entry) -> tuple:
+    return (entry.target, entry.check, entry.test, entry.kind, entry.file, entry.function, entry.code,
+            entry.occurrence, entry.where, entry.exception)  # fmt: skip
 
 
 def write(path: str, entries: list[Entry]) -> None:
@@ -173,6 +347,35 @@ def write(path: str, entries: list[Entry]) -> None:
         fh.write("\n")
 
 
+_ORDER = ("kind", "file", "function", "code", "occurrence", "line", "where", "exception", "message", "target", "check",
+          "test", "backend", "diffusers", "until", "reason", "upstream", "added")  # fmt: skip
+
+
 def _compact(entry: Entry) -> dict[str, Any]:
-    defaults = Entry(where="", reason="")
-    return {k: v for k, v in asdict(entry).items() if k in ("where", "reason") or v != getattr(defaults, k)}
+    defaults = Entry(reason="")
+    values = asdict(entry)
+    kept = {k: v for k, v in values.items() if k == "reason" or v != getattr(defaults, k)}
+    return {k: kept[k] for k in _ORDER if k in kept}
+
+
+# ---- migrating schema 1 ----------------------------------------------------------------------------------------
+def migrate(baseline: Baseline) -> tuple[list[Entry], list[str]]:
+    """Schema-1 entries rewritten by code identity, read from the installed package at their recorded line (run it
+    with the version they were recorded against). Returns the entries and one line per entry saying what it became."""
+    out, said = [], []
+    for i, entry in enumerate(baseline.entries):
+        if entry.file or not entry.where or entry.kind == "error":
+            out.append(entry)
+            continue
+        pattern, _, line = entry.where.rpartition(":")
+        inside = pattern.lstrip("*/")
+        filename = source_identity.locate_file(inside)
+        found = source_identity.identify(filename, int(line)) if filename and line.isdigit() else None
+        if found is None or not found.code:
+            said.append(f"#{i} {entry.where}: kept by line (the installed file has no such line)")
+            out.append(entry)
+            continue
+        out.append(replace(entry, where="", file=inside, function=found.function, code=found.code,
+                           occurrence=found.occurrence, line=found.line))  # fmt: skip
+        said.append(f"#{i} {entry.where} → {found.function}: {found.code}")
+    return out, said

@@ -1,4 +1,5 @@
-"""`python -m pytest_nosync profile|diagnose`: profile one call of a target pipeline, or diagnose a trace file.
+"""`python -m pytest_nosync profile|diagnose|compare|baseline`: profile one call of a target pipeline, diagnose a
+trace file, compare two runs' reports, migrate a known-issues baseline.
 
     python -m pytest_nosync profile --target wan --mode compile --steps 2 --device cuda --out wan.json
     python -m pytest_nosync diagnose wan.json
@@ -72,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     c = commands.add_parser("compare", help="compare two --nosync-report files (e.g. a GPU run and an emulated one)")
     c.add_argument("reference", help="the reference run's report (e.g. the GPU's)")
     c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
+    b = commands.add_parser("baseline", help="known-issues baseline files")
+    b.add_argument(
+        "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
+    )
+    b.add_argument("file", help="the baseline to migrate; run with the diffusers its line numbers were recorded on")
+    b.add_argument("--out", help="write here instead of rewriting FILE")
     return parser
 
 
@@ -93,6 +100,8 @@ def main(
         result = compare(reference, other)
         print(render(result, ("reference", "other")))
         return 1 if result.only_other or result.failed_only_other else 0
+    if args.command == "baseline":
+        return migrate_baseline(args.file, args.out, parser)
     if args.command == "diagnose":
         diagnosis = diagnose(Trace.load(args.trace))
         print(render_diagnosis(diagnosis))
@@ -107,6 +116,21 @@ def main(
 
 class UsageError(ValueError):
     pass
+
+
+def migrate_baseline(path: str, out: str | None, parser: argparse.ArgumentParser) -> int:
+    from .baseline import Baseline, BaselineError, migrate, write
+
+    try:
+        known = Baseline.load(path)
+    except BaselineError as exc:
+        parser.error(str(exc))
+    entries, said = migrate(known)
+    for line in said:
+        print(line)
+    write(out or path, entries)
+    print(f"wrote {len(entries)} entries to {out or path}")
+    return 0
 
 
 def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[Mapping[str, Any], Build]:

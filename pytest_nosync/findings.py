@@ -14,7 +14,8 @@ SCHEMA_VERSION = 1
 
 # Kinds: dtoh_sync (the host waits for a value computed on the device), htod_sync (a blocking copy of host memory
 # to the device), device_sync (an explicit synchronize), graph_break, recompile, alloc_growth, host_overhead,
-# layout_transform (layout-transform or copy kernels over a trace budget, profiling.budgets).
+# layout_transform (layout-transform or copy kernels over a trace budget, profiling.budgets), error (the code under
+# test raised an exception: suite.guarded_call).
 SYNC_KINDS = frozenset({"dtoh_sync", "htod_sync", "device_sync"})
 
 # Where in a guarded block a finding happened.

@@ -278,15 +278,16 @@ class Guard:
         finally:
             self.end_step()
 
-    def absorb(self, exc: BaseException) -> None:
-        """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once."""
-        if getattr(exc, "_nosync_absorbed", False):
-            return
-        for detector in self._detectors:
-            if detector.absorb_exception(exc):
-                break
+    def absorb(self, exc: BaseException) -> bool:
+        """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once. True when
+        a detector claimed it: the exception is the plugin's own, not the code's."""
+        claimed = getattr(exc, "_nosync_absorbed", None)
+        if claimed is not None:
+            return claimed
+        claimed = any(detector.absorb_exception(exc) for detector in self._detectors)
         with contextlib.suppress(AttributeError):
-            exc._nosync_absorbed = True  # type: ignore[attr-defined]
+            exc._nosync_absorbed = claimed  # type: ignore[attr-defined]
+        return claimed
 
     def callback_on_step_end(self, pipeline: Any, step: int, timestep: Any, callback_kwargs: dict) -> dict:
         """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step."""

@@ -19,6 +19,7 @@ from .findings import (
     Report,
 )
 
+ERROR = "error"  # the kind of a finding that is an exception the code under test raised
 _LINE_SUFFIX = re.compile(r":(\d+|\*|\d+-\d+)$")
 
 
@@ -70,7 +71,8 @@ KnownMatcher = Callable[[Finding], "str | None"]
 
 
 def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | None = None) -> tuple[list[Finding], bool]:
-    """Give every finding a status and say whether the test passes."""
+    """Give every finding a status and say whether the test passes. An `error` (the code under test raised) fails
+    wherever it happened and whatever the budget, unless the allow-list or the baseline names it."""
     judged: list[Finding] = []
     counted: list[int] = []
     for finding in findings:
@@ -80,6 +82,8 @@ def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | Non
             judged.append(finding.with_status(STATUS_ALLOWED, entry.reason))
         elif reference is not None:
             judged.append(finding.with_status(STATUS_KNOWN, reference))
+        elif finding.kind == ERROR:
+            judged.append(finding.with_status(STATUS_FAIL))
         elif finding.phase != IN_STEP and not policy.count_outside_steps:
             judged.append(finding.with_status(STATUS_OUTSIDE, "outside the denoising steps (allowed)"))
         else:

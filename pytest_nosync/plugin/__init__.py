@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .. import baseline, devices
+from .. import devices
 from . import options, usage, xdist
 from .fixtures import add_suite_to_args, generate_target_params, marker_values
 from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
@@ -44,13 +44,9 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput")
     if controller:
         usage.check_outputs(settings)
-    # An xdist worker takes the baseline the controller resolved, whatever its own ini lookup finds.
-    baseline_path = getattr(config, "workerinput", {}).get(xdist.BASELINE_KEY) or settings.baseline
-    if baseline_path:
-        try:
-            config.stash[BASELINE] = baseline.Baseline.load(baseline_path)
-        except baseline.BaselineError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    known = usage.load_baseline(config, settings)
+    if known is not None:
+        config.stash[BASELINE] = known
     if controller and config.pluginmanager.hasplugin("xdist"):
         xdist.check_worker_count(config)
     config.pluginmanager.register(NosyncSession(config, settings), "nosync-session")

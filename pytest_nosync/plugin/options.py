@@ -203,7 +203,8 @@ TABLE: tuple[Option, ...] = (
     Option("checkpoint", "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF "
            "cache; safetensors only, no remote code); repeatable", checkpoints, "list", default={}),
     Option("baseline", "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry "
-           "that no longer matches fails the run", default=None, path=True),
+           "that no longer matches fails the run (default with --nosync-suite: the one pytest-nosync ships; none: off)",
+           default=None, path=True),
     Option("baseline_write", "write the run's failing and known findings to this path as a new baseline", default=None,
            path=True),
     Option("trace", "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded "
@@ -301,7 +302,7 @@ def _read(config: pytest.Config) -> Settings:
             values[row.name] = row.read(cli, row.cli or row.name)
         elif ini is not MISSING:
             values[row.name] = row.read(ini, f"ini {row.ini_key}")
-            if row.path:
+            if row.path and values[row.name] != "none":
                 values[row.name] = _ini_relative(config, values[row.name])
         else:
             values[row.name] = row.default

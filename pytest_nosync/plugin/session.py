@@ -68,7 +68,7 @@ class NosyncSession:
 
             self.unmap_cuda = cuda_map.install(devices.execution_device("emulate"))
         self.reports: list[Report] = []
-        self.stale: list[tuple[int, baseline.Entry]] = []
+        self.reviews: list[baseline.Review] = []
         self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
         self.written = 0
 
@@ -83,9 +83,13 @@ class NosyncSession:
             f"profiler {'on' if profiler else 'off'}, trace {trace}, torch {env['torch']}, "
             f"diffusers {env['diffusers']}"
         )
+        lines = [line]
+        known = config.stash.get(BASELINE, None)
+        if known is not None:
+            lines.append(known.summary(env["diffusers"]))
         if self.settings.backend == "emulate":
-            return [line, EMULATION_BANNER]
-        return [line]
+            lines.append(EMULATION_BANNER)
+        return lines
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -151,10 +155,13 @@ class NosyncSession:
         if hasattr(self.config, "workerinput"):
             return
         self._summary(terminalreporter)
-        for i, entry in self.stale:
+        known = self.config.stash.get(BASELINE, None)
+        for review in self.reviews:
             terminalreporter.write_line(
-                f"STALE baseline #{i}: {entry.label} no longer occurs; remove it from {self.settings.baseline}",
-                red=True,
+                f"{review.status.upper()} baseline #{review.index} ({known.path if known else ''}): "
+                f"{review.entry.label}: {review.detail}",
+                red=review.fails,
+                yellow=not review.fails,
             )
         if self.settings.baseline_write:
             terminalreporter.write_line(
@@ -203,18 +210,21 @@ class NosyncSession:
         known = self.config.stash.get(BASELINE, None)
         diffusers = run_report.diffusers_version()
         if known is not None:
-            self.stale = known.stale(self.reports, diffusers)
-            if self.stale and session.exitstatus == pytest.ExitCode.OK:
+            self.reviews = known.review(self.reports, diffusers)
+            if any(r.fails for r in self.reviews) and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.baseline_write:
-            entries = baseline.entries_from(self.reports, diffusers)
+            entries = baseline.entries_from(self.reports, diffusers, known)
             baseline.write(self.settings.baseline_write, entries)
             self.written = len(entries)
         if self.settings.report:
             for r in self.reports:
                 r.metrics["duration_s"] = round(self.durations.get(r.test_id, 0.0), 3)
             extra = {
-                "stale_baseline_entries": [e.label for _, e in self.stale],
+                "baseline_reviews": [
+                    {"entry": r.index, "status": r.status, "label": r.entry.label, "detail": r.detail}
+                    for r in self.reviews
+                ],
                 "seconds_per_target": self._per_target(),
             }
             doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)

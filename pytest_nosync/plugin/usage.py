@@ -4,9 +4,11 @@ that cannot be written)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from .. import devices, run_report
+from .. import baseline, devices, run_report
 from ..profiling import export
 from .options import Settings
 
@@ -42,6 +44,29 @@ def unused_outputs(settings: Settings) -> list[str]:
         return []
     asked = [f"--nosync-{name.replace('_', '-')}" for name in ("report", "baseline_write") if getattr(settings, name)]
     return [f"{option} given without --nosync: nothing was checked and nothing was written" for option in asked]
+
+
+SHIPPED_BASELINE = Path(__file__).parent.parent / "suite" / "known-issues.json"
+
+
+def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baseline | None:
+    """The baseline that judges the run: --nosync-baseline (or its ini key); else, for the built-in suite from any
+    checkout (--nosync-suite), the one pytest-nosync ships with it; `none` turns it off. An xdist worker takes the
+    one its controller resolved."""
+    from .xdist import BASELINE_KEY
+
+    path = getattr(config, "workerinput", {}).get(BASELINE_KEY) or settings.baseline
+    if path == "none":
+        return None
+    if not path and settings.suite:
+        path = str(SHIPPED_BASELINE)
+    if not path:
+        return None
+    shipped = Path(path).resolve() == SHIPPED_BASELINE.resolve()
+    try:
+        return baseline.Baseline.load(path, shipped=shipped)
+    except baseline.BaselineError as exc:
+        raise pytest.UsageError(f"--nosync-baseline: {exc}") from None
 
 
 def check_outputs(settings: Settings) -> None:

@@ -16,7 +16,7 @@ import torch
 
 from ..findings import Report
 from ..guard_options import GuardOptions
-from .guarded_call import guarded_call
+from .guarded_call import error_report, guarded_call
 
 CallKwargs = Callable[[int], dict[str, Any]]  # steps → fresh kwargs of a realistic call
 SUITE_CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
@@ -60,6 +60,9 @@ def run_check(
         raise ValueError(f"unknown check {check!r}; choose from {', '.join(SUITE_CHECKS)}")
     steps, warmup = plan(check, pipe, steps)
     options = replace(options, checks=(check,), warmup_steps=warmup)
-    with torch.no_grad():
-        pipe(**call_kwargs(steps))
+    try:
+        with torch.no_grad():
+            pipe(**call_kwargs(steps))
+    except Exception as exc:  # the pipeline itself fails: that is the finding
+        return error_report(exc, options, test_id=test_id, check=check, target=target)
     return guarded_call(pipe, call_kwargs(steps), options, test_id=test_id, check=check, target=target)

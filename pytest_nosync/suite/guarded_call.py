@@ -1,16 +1,24 @@
 """One pipeline call under a guard: the single place the suite, the regression cases, the context-parallel ranks
-and the profile command run a pipeline guarded."""
+and the profile command run a pipeline guarded. An exception the pipeline raises (diffusers' own, a cache
+technique's) becomes a finding of kind `error` at the line that raised it, judged like any other: a failure naming
+the exception and the diffusers version, or a known issue when the baseline lists it. Never a skip."""
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 import torch
 
+from .. import attribution
 from ..detectors.dynamo import RECOMPILE_MESSAGE
-from ..findings import Report
+from ..findings import IN_STEP, Finding, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
+from ..policy import judge
+from ..run_report import diffusers_version
+
+ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
 
 
 def guarded_call(
@@ -20,13 +28,47 @@ def guarded_call(
 
     Build `kwargs` before calling: making them (host tensors copied to the device) is the harness's work, not the
     pipeline's, and must not happen inside the guard. A recompile under `fail_on_recompile` ends the call; the guard
-    has recorded it as a finding, so it is not raised again.
+    has recorded it. Fail-fast mode's raise goes on to the test, at the offending line.
     """
     guard = Guard(pipe, options, test_id=test_id, check=check, target=target)
-    try:
-        with guard, torch.no_grad():
-            pipe(**kwargs, callback_on_step_end=guard.callback_on_step_end)
-    except RuntimeError as exc:
-        if RECOMPILE_MESSAGE not in str(exc):
-            raise
+    with guard:
+        try:
+            with torch.no_grad():
+                pipe(**kwargs, callback_on_step_end=guard.callback_on_step_end)
+        except Exception as exc:
+            if not guard.absorb(exc):
+                record_error(guard, exc)
+            elif RECOMPILE_MESSAGE not in str(exc):
+                raise
     return guard.report
+
+
+def error_details(exc: BaseException) -> dict[str, Any]:
+    kind = type(exc)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return {"exception": name, "message": str(exc), "diffusers": diffusers_version()}
+
+
+def _describe(exc: BaseException) -> str:
+    first = (str(exc).splitlines() or [""])[0][:300]
+    return f"{type(exc).__name__}: {first} (diffusers {diffusers_version()})"
+
+
+def record_error(guard: Guard, exc: BaseException) -> Finding:
+    """An exception raised inside the guard, as an `error` finding at its raise site."""
+    frames = attribution.frames_from_traceback(exc.__traceback__)
+    return guard.record("error", frames, hint=ERROR_HINT, detail=_describe(exc), source="exception",
+                        data=error_details(exc))  # fmt: skip
+
+
+def error_report(exc: BaseException, options: GuardOptions, *, test_id: str = "", check: str = "", target: str = ""
+                 ) -> Report:  # fmt: skip
+    """The report of a case that raised before its guard ran (a cache technique refusing the model, a warm-up
+    call): one `error` finding, judged against the baseline."""
+    where, stack = attribution.attribute(attribution.frames_from_traceback(exc.__traceback__))
+    finding = Finding(kind="error", where=where, stack=stack, step=0, phase=IN_STEP, region=None, hint=ERROR_HINT,
+                      detail=_describe(exc), source="exception", data=error_details(exc))  # fmt: skip
+    judged, passed = judge([finding], options.policy, options.known)
+    report = Report(judged, test_id, check, target, options.backend, passed=passed)
+    report.summary = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]
+    return report

@@ -24,7 +24,8 @@ import torch
 from ..findings import STATUS_FAIL, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
-from .guarded_call import guarded_call
+from ..policy import ERROR
+from .guarded_call import error_report, guarded_call
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
 
@@ -147,21 +148,33 @@ def cache_context_case(
 ) -> Report:
     """Module-tree walks per steady-state step caused by cache_context, with a cache hook enabled or not.
 
-    `call_kwargs(steps)` returns fresh call kwargs. A warm-up call builds whatever the hooks cache.
+    `call_kwargs(steps)` returns fresh call kwargs. The case builds the state it needs, whatever ran before it: the
+    pipeline runs once without the cache, then with it (a warm-up that builds whatever the hooks cache), then the
+    measured call. A cache technique or pipeline that raises is the case's finding (kind `error`), never a skip.
     """
     options = replace(options or GuardOptions(), checks=("host_overhead",), warmup_steps=1)
     model = getattr(pipe, options.denoiser)
-    if cache_config is not None:
-        model.enable_cache(cache_config)
     try:
         with torch.no_grad():
             pipe(**call_kwargs(steps))
+        if cache_config is not None:
+            model.enable_cache(cache_config)
+        with torch.no_grad():
+            pipe(**call_kwargs(steps))
         kwargs = call_kwargs(steps)  # built outside the guard: the harness's copies are not the pipeline's
+    except Exception as exc:
+        _disable(model, cache_config)
+        return error_report(exc, options, **report)
+    try:
         walks = guarded_call(pipe, kwargs, options, **report)
     finally:
-        if cache_config is not None:
-            model.disable_cache()
+        _disable(model, cache_config)
     return from_cache_context(walks)
+
+
+def _disable(model: Any, cache_config: Any) -> None:
+    if cache_config is not None and getattr(model, "is_cache_enabled", False):
+        model.disable_cache()
 
 
 def cache_context_cost(model: Any, repeats: int = 50) -> dict[str, float]:
@@ -200,9 +213,12 @@ def modulate_index_case(
     """A zero_cond_t QwenImage transformer driven by an edit pipeline: no sync in its forward from step 2."""
     if not getattr(getattr(pipe, "transformer", None), "zero_cond_t", False):
         raise ValueError("the modulate_index case needs a QwenImage transformer with zero_cond_t=True")
-    with torch.no_grad():
-        pipe(**call_kwargs)
     options = replace(options or GuardOptions(), checks=("syncs",))
+    try:
+        with torch.no_grad():
+            pipe(**call_kwargs)
+    except Exception as exc:
+        return error_report(exc, options, **report)
     return from_denoiser_after_first_step(guarded_call(pipe, call_kwargs, options, **report))
 
 
@@ -211,6 +227,6 @@ def modulate_index_case(
 
 def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
     """The report with only the findings a case is about (their statuses kept), passed recomputed."""
-    kept = [f for f in report.findings if wanted(f)]
+    kept = [f for f in report.findings if wanted(f) or f.kind == ERROR]  # an exception is every case's business
     failing = any(f.status == STATUS_FAIL for f in kept)
     return replace(report, findings=kept, passed=not failing and not report.not_checked)

@@ -7,7 +7,9 @@ import inspect
 import pytest
 import torch
 
+from pytest_nosync.baseline import Baseline, Entry
 from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.run_report import diffusers_version
 from pytest_nosync.suite import regressions
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
@@ -91,3 +93,86 @@ def test_modulate_index_case(backend, device) -> None:
         cached = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert reuse.hits > 0
     assert cached.passed and cached.findings == [], cached.findings
+
+
+# ---- the error kind: what the code under test raises is a finding, never a skip ---------------------------------
+def _fbc_case(pipe, call_kwargs, backend: str, known=None):
+    import diffusers
+
+    options = GuardOptions(backend=backend, known=known)
+    config = diffusers.FirstBlockCacheConfig(threshold=0.05)
+    return regressions.cache_context_case(pipe, call_kwargs, 3, config, options, check="regression:cache_context")
+
+
+def test_a_cache_technique_that_raises_fails_with_the_exception(backend, device, monkeypatch) -> None:
+    from diffusers.hooks import first_block_cache
+
+    from tests.twins import cache_errors
+
+    pipe, call_kwargs = _pipe("flux", device)
+    assert _fbc_case(pipe, call_kwargs, backend).passed  # the clean twin: FirstBlockCache runs on Flux
+    monkeypatch.setattr(first_block_cache.FBCHeadBlockHook, "new_forward", cache_errors.raise_in_the_hook)
+    report = _fbc_case(pipe, call_kwargs, backend)
+    (finding,) = report.failures
+    assert (finding.kind, finding.where) == ("error", cache_errors.raise_line())
+    assert finding.data["exception"] == "TypeError" and "planted" in finding.data["message"]
+    assert finding.detail.startswith("TypeError: planted") and f"(diffusers {diffusers_version()})" in finding.detail
+    assert not pipe.transformer.is_cache_enabled  # the case put the model back
+
+
+def test_a_known_error_entry_accepts_it_and_says_when_it_is_fixed(backend, device, monkeypatch) -> None:
+    from diffusers.hooks import first_block_cache
+
+    from tests.twins import cache_errors
+
+    entry = Entry(kind="error", exception="TypeError", message="^planted: the cache hook", reason="r", upstream="#1")
+    known = Baseline([entry])
+    matcher = known.matcher("t", "", "regression:cache_context", diffusers_version())
+    pipe, call_kwargs = _pipe("flux", device)
+    with monkeypatch.context() as patched:
+        patched.setattr(first_block_cache.FBCHeadBlockHook, "new_forward", cache_errors.raise_in_the_hook)
+        raised = _fbc_case(pipe, call_kwargs, backend, matcher)
+    assert raised.passed and [f.status for f in raised.findings] == ["known"]
+    assert known.review([raised], diffusers_version()) == []
+    fixed = _fbc_case(pipe, call_kwargs, backend, matcher)  # upstream fixed it: the case no longer raises
+    (review,) = known.review([fixed], diffusers_version())
+    assert (review.status, review.fails) == ("fixed", True)
+
+
+def test_the_cache_case_builds_its_own_state(backend, device, monkeypatch) -> None:
+    """diffusers before its #14037 fix: a pipeline that ran without the cache raises on its first cached call. The
+    case runs the pipeline first itself, so it fails the same way on a fresh pipeline as after other tests."""
+    from diffusers.hooks.hooks import HookRegistry
+
+    from tests.twins import cache_errors
+
+    monkeypatch.setattr(HookRegistry, "invalidate_child_registries_cache", cache_errors.no_invalidation)
+    verdicts = []
+    for used_before in (False, True):
+        pipe, call_kwargs = _pipe("flux", device)
+        if used_before:
+            with torch.no_grad():
+                pipe(**call_kwargs(2))
+        (finding,) = _fbc_case(pipe, call_kwargs, backend).failures
+        verdicts.append((finding.kind, finding.data["exception"], finding.data["message"]))
+    assert verdicts[0] == verdicts[1] == ("error", "ValueError", verdicts[0][2])
+    assert "context is set" in verdicts[0][2]  # diffusers words it "No (cache) context is set"
+
+
+def test_an_exception_inside_the_guarded_call_is_a_finding_in_its_step(backend, device, monkeypatch) -> None:
+    pipe, call_kwargs = _pipe("flux", device)
+    step = type(pipe.scheduler).step
+    calls = []
+
+    def failing_step(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("planted: the scheduler fails in the second step")  # twin: guarded error
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(pipe.scheduler), "step", failing_step)
+    report = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), GuardOptions(backend=backend))
+    (finding,) = report.failures
+    lines, start = inspect.getsourcelines(test_an_exception_inside_the_guarded_call_is_a_finding_in_its_step)
+    line = start + next(i for i, text in enumerate(lines) if "# twin: guarded error" in text)
+    assert (finding.kind, finding.step, finding.where) == ("error", 1, f"{__file__}:{line}")

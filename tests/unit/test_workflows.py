@@ -35,3 +35,15 @@ def test_the_gpu_job_runs_trusted_code_in_a_venv_of_its_own() -> None:
     assert all(
         s.get("with", {}).get("persist-credentials") is False for s in gpu["steps"] if "checkout" in s.get("uses", "")
     )
+
+
+def test_diffusers_main_runs_daily_and_on_demand_in_contributor_mode() -> None:
+    flow = _load("diffusers-main.yml")
+    assert set(flow["on"]) == {"schedule", "workflow_dispatch"}  # never on a pull request's code
+    assert flow["permissions"] == {"contents": "read"}
+    for job in flow["jobs"].values():
+        steps = " ".join(str(s.get("run", "")) for s in job["steps"])
+        assert "git+https://github.com/huggingface/diffusers@main" in steps
+        assert "--nosync-suite" in steps and "-m gpu --nosync" in steps and "--nosync-baseline" not in steps
+        assert "timeout-minutes" in job
+    assert flow["jobs"]["gpu"]["if"] == "vars.NOSYNC_GPU_RUNNER == 'true'"

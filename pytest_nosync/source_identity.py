@@ -1,0 +1,130 @@
+"""What a person would call "the same line" across versions of a file: its path inside its package, the function
+it is in, its source text (normalized), and which of the identical lines of that function it is.
+
+A line number changes when a comment is added at the top of the file; none of these do. Baseline entries
+(pytest_nosync.baseline) name findings this way, with the line number kept as a hint.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import functools
+import io
+import os
+import sys
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Identity:
+    file: str  # the path inside its package (from its import root), e.g. diffusers/schedulers/scheduling_x.py
+    function: str  # the qualified name of the innermost enclosing function ("<module>" outside any)
+    code: str  # the line's source, normalized
+    occurrence: int  # among the lines of that function with the same code, in source order
+    line: int
+
+
+def normalize(line: str) -> str:
+    """The source text of a line without its comment, its indentation or runs of spaces."""
+    text = line.strip()
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        tokens = []
+    if tokens:
+        text = text[: tokens[0].start[1]]
+    return " ".join(text.split())
+
+
+def package_path(filename: str) -> str:
+    """`filename` relative to the import root it is found under (the longest sys.path entry containing it)."""
+    path = os.path.abspath(filename)
+    roots = sorted((os.path.abspath(p) for p in sys.path if p), key=len, reverse=True)
+    for root in roots:
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, root).replace(os.sep, "/")
+    for marker in ("/site-packages/", "/dist-packages/"):  # a path from another machine's environment
+        if marker in path.replace(os.sep, "/"):
+            return path.replace(os.sep, "/").split(marker, 1)[1]
+    return path.replace(os.sep, "/")
+
+
+def locate_file(inside: str) -> str | None:
+    """The file of this environment at `inside` (a path inside its package), or None."""
+    for root in sys.path:
+        candidate = os.path.join(root or ".", *inside.split("/"))
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class _Index:
+    lines: tuple[str, ...]  # normalized, 1-based through lines[n - 1]
+    functions: tuple[tuple[int, int, str], ...]  # (first line, last line, qualified name), outer before inner
+
+
+@functools.lru_cache(maxsize=128)
+def _index(filename: str, mtime: float) -> _Index:
+    source = Path(filename).read_text(encoding="utf-8")  # keyed by mtime: a file changed on disk is read again
+    functions: list[tuple[int, int, str]] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    functions.append((child.lineno, child.end_lineno or child.lineno, name))
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    with contextlib.suppress(SyntaxError):
+        visit(ast.parse(source), "")
+    return _Index(tuple(normalize(line) for line in source.splitlines()), tuple(functions))
+
+
+def _load(filename: str) -> _Index | None:
+    try:
+        return _index(filename, os.path.getmtime(filename))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _function_at(index: _Index, line: int) -> tuple[str, int, int]:
+    """(qualified name, first line, last line) of the innermost function enclosing `line`."""
+    best = ("<module>", 1, len(index.lines))
+    for first, last, name in index.functions:
+        if first <= line <= last and (best[0] == "<module>" or first >= best[1]):
+            best = (name, first, last)
+    return best
+
+
+def identify(filename: str, line: int) -> Identity | None:
+    """The identity of `filename:line`, or None when the file cannot be read there."""
+    index = _load(filename)
+    if index is None or not 1 <= line <= len(index.lines):
+        return None
+    function, first, _ = _function_at(index, line)
+    code = index.lines[line - 1]
+    occurrence = sum(1 for n in range(first, line) if index.lines[n - 1] == code)
+    return Identity(package_path(filename), function, code, occurrence, line)
+
+
+def find(filename: str, function: str, code: str, occurrence: int | None) -> int | None:
+    """The line of `filename` where `code` (normalized) stands in `function` (its `occurrence`-th), or None."""
+    index = _load(filename)
+    if index is None:
+        return None
+    ranges = [(first, last) for first, last, name in index.functions if name == function]
+    if function == "<module>":
+        ranges = [(1, len(index.lines))]
+    found = [n for first, last in ranges for n in range(first, last + 1) if index.lines[n - 1] == code]
+    if not found:
+        return None
+    if occurrence is None:
+        return found[0]
+    return found[occurrence] if occurrence < len(found) else None

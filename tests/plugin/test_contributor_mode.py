@@ -1,0 +1,105 @@
+"""Contributor mode on a diffusers checkout that is not the release the baseline was recorded on.
+
+A copy of the installed diffusers goes first on PYTHONPATH, edited the way a branch edits it, and the built-in suite
+runs against it from outside this repository (`--nosync-suite`: the shipped baseline judges the run):
+- lines added at the top of every file a known issue lives in: green, every entry still matches (and says it moved);
+- the Flux2 Klein pipeline no longer reads `transformer.dtype` in its loop: the walk's entry is reported as fixed;
+- a new sync beside UniPC's known host copy: it fails, naming its line, while the known one stays known.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+diffusers = pytest.importorskip("diffusers")
+
+SHIFTED_FILES = (
+    "schedulers/scheduling_unipc_multistep.py",
+    "models/transformers/transformer_qwenimage.py",
+    "models/modeling_utils.py",
+    "pipelines/wan/pipeline_wan.py",
+    "pipelines/flux2/pipeline_flux2_klein.py",
+)
+HEADER = "# a contributor's branch\n# adds a few lines\n# at the top of the file\n"
+UNIPC_COPY = "sigma_t, sigma_s0 = self.sigmas[self.step_index + 1].to(device), self.sigmas[self.step_index].to(device)"
+
+
+def _copy(root: Path) -> Path:
+    source = Path(diffusers.__file__).parent
+    shutil.copytree(source, root / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    return root / "diffusers"
+
+
+def _edit(path: Path, old: str, new: str) -> int:
+    text = path.read_text()
+    assert old in text, (path, old)
+    path.write_text(text.replace(old, new, 1))
+    return text[: text.index(old)].count("\n") + 1  # the line the edit starts at
+
+
+def _suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: Path, *args: str) -> pytest.RunResult:
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    return pytester.runpytest_subprocess(
+        "-m", "gpu", "--nosync", "--nosync-suite", "-p", "no:cacheprovider", "-p", "no:randomly", *args
+    )
+
+
+def test_lines_added_at_the_top_keep_every_known_issue_known(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    package = _copy(tmp_path / "site")
+    for name in SHIFTED_FILES:
+        path = package / name
+        path.write_text(HEADER + path.read_text())
+    result = _suite(
+        pytester, monkeypatch, tmp_path / "site",
+        "--nosync-targets=wan,qwenimage_edit,flux2_klein",
+        "-k", "test_syncs or test_host_overhead or test_modulate_index or order2-bh2-flow-x0on-correctoron",
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out[-4000:]
+    assert "(shipped with pytest-nosync)" in out
+    assert "STALE" not in out and "FIXED" not in out
+    result.stdout.fnmatch_lines(["MOVED baseline #* now at line 889 (recorded at 886)"])  # the copy ran: 3 lines down
+
+
+def test_a_fixed_issue_names_the_entry_to_delete(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    package = _copy(tmp_path / "site")
+    _edit(
+        package / "pipelines/flux2/pipeline_flux2_klein.py",
+        "latent_model_input = latents.to(self.transformer.dtype)",
+        "latent_model_input = latents.to(latents.dtype)",  # no module-tree walk in the loop any more
+    )
+    result = _suite(
+        pytester, monkeypatch, tmp_path / "site", "--nosync-targets=flux2_klein", "-k", "test_host_overhead"
+    )
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["FIXED baseline #* host_overhead at diffusers/models/modeling_utils.py:* in get_parameter_dtype*: its code is "
+         "still at line * but no longer reported: remove it"]
+    )  # fmt: skip
+
+
+def test_a_new_sync_beside_a_known_one_still_fails(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    package = _copy(tmp_path / "site")
+    path = package / "schedulers/scheduling_unipc_multistep.py"
+    line = _edit(path, UNIPC_COPY, UNIPC_COPY + "\n        scale = float(sigma_t)")
+    result = _suite(pytester, monkeypatch, tmp_path / "site", "--nosync-targets=wan", "-k", "test_syncs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            " failing:",
+            f"  dtoh_sync     *diffusers/schedulers/scheduling_unipc_multistep.py:{line + 1}  — step 0 *",
+            "      float(sigma_t)",
+            " known issues (baseline):",
+            f"  htod_sync     *diffusers/schedulers/scheduling_unipc_multistep.py:{line}  — step 0 *",
+        ]
+    )
