@@ -43,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[options.SETTINGS] = settings
     controller = not hasattr(config, "workerinput")
     if controller:
+        usage.check_rootdir(config)
         usage.check_outputs(settings)
     known = usage.load_baseline(config, settings)
     if known is not None:

@@ -4,6 +4,8 @@ that cannot be written)."""
 
 from __future__ import annotations
 
+import inspect
+import os
 from pathlib import Path
 
 import pytest
@@ -36,6 +38,53 @@ def check_targets(settings: Settings) -> None:
         problem = checkpoint_problem(path)
         if problem:
             raise pytest.UsageError(f"--nosync-checkpoint {name}={path}: {problem} (nothing is downloaded)")
+
+
+def check_rootdir(config: pytest.Config) -> None:
+    """An option value pytest took for a test path. pytest chooses the rootdir (and so the ini file, with this
+    repository's baseline) before plugins add their options, and then reads `--nosync-report out.json` as the
+    option `--nosync-report` and the path `out.json`: when that file exists outside the project, the run silently
+    loses its ini file. Say so, and how to write it, instead of judging the run without its settings."""
+    try:
+        from _pytest.config.findpaths import determine_setup  # private: skip the check where it changed
+    except ImportError:
+        return
+    namespace = config.known_args_namespace
+    if namespace.rootdir or namespace.inifilename:
+        return  # the rootdir was chosen explicitly
+    given = list(config.invocation_params.args)
+    positional = {os.path.abspath(str(a).split("::")[0]) for a in namespace.file_or_dir}
+    taken = [
+        (given[i - 1], value)
+        for i, value in enumerate(given)
+        if i > 0
+        and given[i - 1].startswith("--")
+        and "=" not in given[i - 1]
+        and not value.startswith("-")
+        and os.path.exists(value)
+        and os.path.abspath(value) not in positional
+    ]
+    if not taken:
+        return
+    wanted = {
+        "inifile": None,
+        "override_ini": getattr(namespace, "override_ini", None),
+        "args": list(namespace.file_or_dir),
+        "rootdir_cmd_arg": None,
+        "invocation_dir": config.invocation_params.dir,
+    }
+    accepted = inspect.signature(determine_setup).parameters
+    try:
+        rootpath = determine_setup(**{k: v for k, v in wanted.items() if k in accepted})[0]
+    except Exception:
+        return
+    if Path(rootpath) != config.rootpath:
+        option, value = taken[0]
+        raise pytest.UsageError(
+            f"{option} {value}: pytest took the existing path {value} for a test path while choosing the rootdir "
+            f"({config.rootpath} instead of {rootpath}, so that directory's ini settings were not read); "
+            f"write {option}={value}"
+        )
 
 
 def unused_outputs(settings: Settings) -> list[str]:

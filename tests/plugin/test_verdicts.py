@@ -88,6 +88,26 @@ def test_a_report_asked_for_without_nosync_says_nothing_was_written(pytester: py
     assert not (pytester.path / "report.json").exists()
 
 
+def test_an_option_value_pytest_took_for_the_rootdir_is_a_usage_error(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The run that lost this repository's baseline: `--nosync-report /tmp/old.json` with that file left over from an
+    # earlier run made /tmp the rootdir, so pyproject's settings were never read and every known finding failed.
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\nnosync_steps = '2'\n")
+    pytester.makepyfile("def test_ok():\n    pass\n")
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "old.json"
+    elsewhere.write_text("{}")
+    result = pytester.runpytest("--nosync", "--nosync-report", str(elsewhere))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    text = _one_sentence(result)
+    assert f"--nosync-report {elsewhere}: pytest took the existing path" in text
+    assert f"write --nosync-report={elsewhere}" in text
+    # the same report written with `=`, or a path inside the project, leaves the rootdir alone
+    pytester.runpytest("--nosync", f"--nosync-report={elsewhere}").assert_outcomes(passed=1)
+    (pytester.path / "inside.json").write_text("{}")
+    pytester.runpytest("--nosync", "--nosync-report", "inside.json").assert_outcomes(passed=1)
+
+
 HOST_ONLY = """
 import pytest
 import torch
