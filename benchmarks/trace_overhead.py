@@ -3,10 +3,11 @@
     python benchmarks/trace_overhead.py [--calls 24] [--steps 4] [--json out.json]
 
 Variants, each a guarded call of the same workload (a small transformer stack, a few steps, with the
-pipeline's regions): `guard` (no trace), `on-failure, passing` (profiled, then discarded without export: what
-every passing guarded test pays by default), `always` (profiled, exported, diagnosed, written), and `always
-+stack` (with Python stacks). Ratios are to `guard`, medians of interleaved rounds. The first traced block of a
-process also pays torch.profiler's import of torch._inductor; that one-off cost is measured separately.
+pipeline's regions): `guard` (no trace), `on-failure, passing` (what every passing guarded test pays by default:
+nothing is profiled, a failing suite call is re-run under the profiler), `always` (profiled, exported, diagnosed,
+written), and `always +stack` (with Python stacks). Ratios are to `guard`, medians of interleaved rounds. The first
+traced block of a process also pays torch.profiler's import of torch._inductor; that one-off cost is measured
+separately.
 """
 
 from __future__ import annotations

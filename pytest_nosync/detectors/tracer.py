@@ -1,17 +1,16 @@
 """The tracer: a Detector that profiles the guarded block, names its steps and regions in the trace, keeps the
 trace file when asked, and turns the trace's figures into a diagnosis and budget findings.
 
-- profiler mode (TraceConfig.profiles): torch.profiler over the block; `nosync::step<N>` and
+- profiler mode (`TraceDetector.profiles`): torch.profiler over the block; `nosync::step<N>` and
   `nosync::region::<name>` ranges (record_function) from the guard's step and region events; the profiler
   steps at each step's end (its schedule counts denoising steps).
 - nsys mode (TraceConfig.nsys): no torch.profiler; NVTX ranges of the same names and cudaProfilerStart/Stop
   around the captured steps (detectors.profiler_ranges.CaptureWindow).
 
-Keeping (mode "always", or "on-failure" and the guard's report failed) exports the trace, moves the nosync
-ranges to their own track (profiling.export) and writes `Report.artifacts["trace"]`; the diagnosis goes to
-`Report.metrics["diagnosis"]`. A passing block in "on-failure" mode is discarded without exporting, or handed
-to `TraceConfig.defer` (the plugin keeps it if the test fails after the block). Budgets (TraceConfig.budgets)
-read the trace in every mode.
+The profiler runs in mode "always", or when trace budgets (GuardOptions.trace_budgets) or a profiler-reading
+detector need its trace; never while an "on-failure" block passes (suite.guarded_call re-runs a failing call
+under the profiler instead). Keeping exports the trace, moves the nosync ranges to their own track
+(profiling.export) and writes `Report.artifacts["trace"]`; the diagnosis goes to `Report.metrics["diagnosis"]`.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ class TraceDetector(Detector):
     def profiles(self) -> bool:
         """Whether torch.profiler runs: a trace may be kept, budgets or a reader need one; never in nsys mode (nsys
         and torch.profiler both drive CUPTI)."""
-        return not self.config.nsys and (self.config.mode != "never" or self.budgets.any or bool(self.readers))
+        return not self.config.nsys and (self.config.mode == "always" or self.budgets.any or bool(self.readers))
 
     # ---- arm / steps / regions / disarm --------------------------------------------------------------
     def arm(self, ctx: StepContext) -> None:
@@ -169,7 +168,8 @@ class TraceDetector(Detector):
 
     # ---- keeping -------------------------------------------------------------------------------------
     def _decide(self, report: Report) -> None:
-        """After the guard judged its findings: keep, discard, or leave the decision to `config.defer`."""
+        """After the guard judged its findings: keep ("always", or a failing block's when budgets profiled it in
+        "on-failure" mode) or discard."""
         if self._decided:
             return
         self._decided = True
@@ -180,8 +180,6 @@ class TraceDetector(Detector):
             return
         if self.config.mode == "always" or (self.config.mode == "on-failure" and report.passed is False):
             self.keep(report.test_id)
-        elif self.config.mode == "on-failure" and self.config.defer is not None:
-            self.config.defer(PendingTrace(self, report))
         else:
             self.discard()
 
@@ -209,28 +207,3 @@ class TraceDetector(Detector):
             report.metrics["trace_skipped"] = self.skipped
         if self.path:
             report.artifacts["trace"] = self.path
-
-
-class PendingTrace:
-    """A passing block's trace whose fate the caller decides later (the plugin, once the test has run)."""
-
-    def __init__(self, tracer: TraceDetector, report: Report) -> None:
-        self.tracer: TraceDetector | None = tracer
-        self.report = report
-
-    def keep(self) -> str | None:
-        """Write it, and add its path and diagnosis to the report."""
-        tracer, self.tracer = self.tracer, None
-        if tracer is None:
-            return self.report.artifacts.get("trace")
-        path = tracer.keep(self.report.test_id)
-        if path:
-            self.report.artifacts["trace"] = path
-        if tracer.diagnosis is not None:
-            self.report.metrics["diagnosis"] = tracer.diagnosis.to_dict()
-        return path
-
-    def discard(self) -> None:
-        tracer, self.tracer = self.tracer, None
-        if tracer is not None:
-            tracer.discard()

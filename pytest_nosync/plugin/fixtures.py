@@ -32,7 +32,7 @@ from ..run_report import diffusers_version
 from ..suite.checks import dynamo_device, run_check
 from ..suite.targets.base import CallContext, Target
 from . import options as table
-from .session import BASELINE, ITEM_REPORTS, PENDING_TRACES, add_report
+from .session import BASELINE, ITEM_REPORTS, add_report
 
 SUITE_DIR = Path(__file__).parent.parent / "suite"
 _MARKER = pytest.StashKey[dict[str, Any]]()
@@ -74,17 +74,11 @@ def trace_directory(config: pytest.Config) -> str:
 
 
 def _trace(item: pytest.Item) -> TraceConfig | None:
-    """The run's trace settings. In on-failure mode a passing block's trace is held until the test's outcome is
-    known (the session's makereport keeps or discards it), so a test that fails after its block still gets one."""
+    """The run's trace settings, with the directory decided (see trace_directory)."""
     settings = table.of(item.config)
     if not settings.enabled:
         return None
-
-    def hold(pending: Any) -> None:
-        item.stash.setdefault(PENDING_TRACES, []).append(pending)
-
-    defer = hold if settings.trace.mode == "on-failure" else None
-    return replace(settings.trace, directory=trace_directory(item.config), defer=defer)
+    return replace(settings.trace, directory=trace_directory(item.config))
 
 
 def guard_options(item: pytest.Item, check: str = "", target: str = "", **fixed: Any) -> GuardOptions:

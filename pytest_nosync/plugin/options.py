@@ -207,9 +207,9 @@ TABLE: tuple[Option, ...] = (
            default=None, path=True),
     Option("baseline_write", "write the run's failing and known findings to this path as a new baseline", default=None,
            path=True),
-    Option("trace", "keep a torch.profiler trace of each guarded block: always, on-failure (default: every guarded "
-           "block is profiled, the trace is written only when the test fails) or never", choice(*TRACE_MODES),
-           default=None),
+    Option("trace", "torch.profiler traces of guarded blocks: always (every block profiled and kept), on-failure "
+           "(default: nothing is profiled while blocks pass; a failing suite call is run again under the profiler) "
+           "or never", choice(*TRACE_MODES), default=None),
     Option("trace_dir", "directory of the trace files, one per test id (default: nosync-traces in pytest's cache "
            "directory, .pytest_cache/d/)", default=None, path=True),
     Option("trace_gzip", "write traces as .json.gz", flag, "bool", default=False),

@@ -10,12 +10,10 @@ from typing import Any
 import pytest
 
 from .. import baseline, render, run_report
-from ..detectors.tracer import PendingTrace
 from ..findings import STATUS_FAIL, Report
 from .options import Settings
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
-PENDING_TRACES = pytest.StashKey[list[PendingTrace]]()
 BASELINE = pytest.StashKey[baseline.Baseline]()
 EMULATION_BANNER = (
     "nosync: no GPU here, so syncs are emulated on the CPU: reads of device values and blocking host copies are "
@@ -126,13 +124,6 @@ class NosyncSession:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
         report = yield
         if call.when == "call":
-            # on-failure traces of passing blocks were held until now: the test's outcome decides
-            for pending in item.stash.get(PENDING_TRACES, []):
-                if report.failed:
-                    pending.keep()
-                else:
-                    pending.discard()
-            item.stash[PENDING_TRACES] = []
             root = str(self.config.rootpath)
             known = item.config.stash.get(BASELINE, None)
             for r in item.stash.get(ITEM_REPORTS, []):
@@ -140,8 +131,6 @@ class NosyncSession:
                 report.user_properties.append(("nosync", r.to_dict()))
                 if r.findings and r.passed:
                     report.sections.append((f"nosync {r.check}", render.render_report(r, root)))
-                elif report.failed and r.passed and r.artifacts:  # failed after the block: its trace
-                    report.sections.append(("nosync trace", "\n".join(render.trace_lines(r))))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

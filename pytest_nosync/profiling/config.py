@@ -8,9 +8,7 @@ Plain data, read by the tracer detector (detectors.tracer) and built from the pl
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 TRACE_MODES = ("always", "on-failure", "never")
 DEFAULT_DIR = "nosync-traces"
@@ -31,12 +29,12 @@ class ProfilerOptions:
 
 @dataclass(frozen=True)
 class TraceConfig:
-    """mode: "always" keeps every trace, "on-failure" (default) keeps a failing block's, "never" keeps none
-    (the block is still profiled when trace budgets are set: they are read off the trace).
+    """mode: "always" profiles every guarded block and keeps its trace; "on-failure" (default) profiles nothing while
+    blocks pass: a failing suite call is re-run under the profiler (suite.guarded_call), a block that cannot be re-run
+    (a marker's, a fixture's) gets its trace with "always"; "never" keeps none. Trace budgets profile every block
+    in every mode (they are read off the trace) and keep a failing block's trace unless the mode is "never".
 
-    The file is `directory/<sanitised name>.json[.gz]` (the name defaults to the guard's, the test id), or
-    `path` when given. `defer`: hand the keep-or-discard decision of a passing block to the caller (the plugin
-    decides once the whole test has run) instead of discarding at once.
+    The file is `directory/<sanitised name>.json[.gz]` (the name is the guard's test id), or `path` when given.
     """
 
     mode: str = "on-failure"
@@ -45,7 +43,6 @@ class TraceConfig:
     gzip: bool = False
     profiler: ProfilerOptions = field(default_factory=ProfilerOptions)
     nsys: bool = False
-    defer: Callable[[Any], None] | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in TRACE_MODES:
@@ -53,8 +50,8 @@ class TraceConfig:
 
     @property
     def active(self) -> bool:
-        """Whether a trace may be kept (torch.profiler) or nsys ranges are wanted."""
-        return self.nsys or self.mode != "never"
+        """Whether a block is traced as it runs: every block in "always" mode, or NVTX ranges for nsys."""
+        return self.nsys or self.mode == "always"
 
 
 def parse_schedule(text: str) -> tuple[int, int, int]:

@@ -65,4 +65,4 @@ def run_check(
             pipe(**call_kwargs(steps))
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
-    return guarded_call(pipe, call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    return guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)

@@ -69,7 +69,7 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
             pipe(**kwargs())  # warm-up
         options = GuardOptions(checks=("syncs",), backend="cuda", denoiser=target.denoiser)
         check = f"context_parallel:{mode}{degree}"
-        report = guarded_call(pipe, kwargs(), options, test_id=f"rank{rank}", check=check, target=target_name)
+        report = guarded_call(pipe, kwargs, options, test_id=f"rank{rank}", check=check, target=target_name)
         report.metrics["world_size"] = world
         out.mkdir(parents=True, exist_ok=True)
         (out / RANK_REPORT.format(rank=rank)).write_text(json.dumps(report.to_dict()))

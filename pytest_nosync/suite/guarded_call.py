@@ -6,6 +6,8 @@ the exception and the diffusers version, or a known issue when the baseline list
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -21,15 +23,50 @@ from ..run_report import diffusers_version
 ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
 
 
+Kwargs = dict[str, Any] | Callable[[], dict[str, Any]]
+
+
 def guarded_call(
-    pipe: Any, kwargs: dict[str, Any], options: GuardOptions, *, test_id: str = "", check: str = "", target: str = ""
+    pipe: Any, kwargs: Kwargs, options: GuardOptions, *, test_id: str = "", check: str = "", target: str = ""
 ) -> Report:
     """Call `pipe(**kwargs)` under a guard whose steps end at the pipeline's step callback, and return its report.
 
-    Build `kwargs` before calling: making them (host tensors copied to the device) is the harness's work, not the
-    pipeline's, and must not happen inside the guard. A recompile under `fail_on_recompile` ends the call; the guard
-    has recorded it. Fail-fast mode's raise goes on to the test, at the offending line.
+    `kwargs` is built before the guard is entered: making them (host tensors copied to the device) is the harness's
+    work, not the pipeline's. Given as a function, each call gets fresh ones (a generator is consumed by a call).
+    In "on-failure" trace mode a failing call is made again under the profiler and the trace attached: passing
+    calls pay nothing for tracing. A recompile under `fail_on_recompile` ends the call; the guard has recorded it.
+    Fail-fast mode's raise goes on to the test, at the offending line.
     """
+    make = kwargs if callable(kwargs) else lambda: kwargs
+    report = _call(pipe, make(), options, test_id, check, target)
+    trace = options.trace
+    if report.passed is False and trace is not None and trace.mode == "on-failure" and not trace.nsys:
+        traced = _call(pipe, make(), replace(options, trace=replace(trace, mode="always")), test_id, check, target)
+        attach_trace(report, traced)
+    return report
+
+
+def attach_trace(report: Report, traced: Report) -> None:
+    """The trace of a re-run attached to the first run's report (whose findings stand), saying whether the re-run
+    under the profiler failed at the same places."""
+    if traced.artifacts.get("trace"):
+        report.artifacts["trace"] = traced.artifacts["trace"]
+    if "diagnosis" in traced.metrics:
+        report.metrics["diagnosis"] = traced.metrics["diagnosis"]
+    same = _failing(traced) == _failing(report)
+    report.metrics["trace_rerun_reproduced"] = same
+    if not same:
+        report.summary = (
+            "the re-run under the profiler did not fail at the same places (its trace is attached; the findings "
+            "above are the first run's)"
+        )
+
+
+def _failing(report: Report) -> set[tuple]:
+    return {(f.kind, f.where, f.step) for f in report.failures}
+
+
+def _call(pipe: Any, kwargs: dict[str, Any], options: GuardOptions, test_id: str, check: str, target: str) -> Report:
     guard = Guard(pipe, options, test_id=test_id, check=check, target=target)
     with guard:
         try:

@@ -25,7 +25,7 @@ from ..findings import STATUS_FAIL, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import ERROR
-from .guarded_call import error_report, guarded_call
+from .guarded_call import Kwargs, error_report, guarded_call
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ def from_step_index_lookup(report: Report) -> Report:
 
 
 def pipeline_begin_index_case(
-    pipe: Any, call_kwargs: dict[str, Any], options: GuardOptions | None = None, **report: str
+    pipe: Any, call_kwargs: Kwargs, options: GuardOptions | None = None, **report: str
 ) -> Report:
     """A pipeline call's syncs that come from the scheduler looking up its first step index."""
     options = replace(options or GuardOptions(), checks=("syncs",))
@@ -161,12 +161,11 @@ def cache_context_case(
             model.enable_cache(cache_config)
         with torch.no_grad():
             pipe(**call_kwargs(steps))
-        kwargs = call_kwargs(steps)  # built outside the guard: the harness's copies are not the pipeline's
     except Exception as exc:
         _disable(model, cache_config)
         return error_report(exc, options, **report)
     try:
-        walks = guarded_call(pipe, kwargs, options, **report)
+        walks = guarded_call(pipe, lambda: call_kwargs(steps), options, **report)
     finally:
         _disable(model, cache_config)
     return from_cache_context(walks)
@@ -207,16 +206,14 @@ def from_denoiser_after_first_step(report: Report) -> Report:
     return _keep(report, lambda f: f.region == "transformer_forward" and (f.step or 0) >= 1)
 
 
-def modulate_index_case(
-    pipe: Any, call_kwargs: dict[str, Any], options: GuardOptions | None = None, **report: str
-) -> Report:
+def modulate_index_case(pipe: Any, call_kwargs: Kwargs, options: GuardOptions | None = None, **report: str) -> Report:
     """A zero_cond_t QwenImage transformer driven by an edit pipeline: no sync in its forward from step 2."""
     if not getattr(getattr(pipe, "transformer", None), "zero_cond_t", False):
         raise ValueError("the modulate_index case needs a QwenImage transformer with zero_cond_t=True")
     options = replace(options or GuardOptions(), checks=("syncs",))
     try:
         with torch.no_grad():
-            pipe(**call_kwargs)
+            pipe(**(call_kwargs() if callable(call_kwargs) else call_kwargs))
     except Exception as exc:
         return error_report(exc, options, **report)
     return from_denoiser_after_first_step(guarded_call(pipe, call_kwargs, options, **report))

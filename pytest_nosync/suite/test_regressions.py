@@ -39,7 +39,10 @@ def test_pipeline_calls_set_begin_index(
     nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Behaviourally: the target's first step has no sync from the scheduler looking up its index."""
-    kwargs = nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+
+    def kwargs() -> dict:
+        return nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+
     guard = nosync_guard_kwargs("regression:set_begin_index", nosync_target.name, denoiser=nosync_target.denoiser)
     nosync.add_report(regressions.pipeline_begin_index_case(nosync_pipeline, kwargs, **guard))
 
@@ -76,6 +79,9 @@ def test_modulate_index_is_built_once(
     nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """zero_cond_t QwenImage: steps 2..N build no modulate_index from a Python list (no host→device copy)."""
-    kwargs = nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+
+    def kwargs() -> dict:
+        return nosync_target.call_kwargs(nosync_pipeline, nosync_call_context)
+
     guard = nosync_guard_kwargs("regression:modulate_index", nosync_target.name)
     nosync.add_report(regressions.modulate_index_case(nosync_pipeline, kwargs, **guard))

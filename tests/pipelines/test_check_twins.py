@@ -56,3 +56,39 @@ def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
 def test_clean_twin_passes(check: str, pipe, device, backend) -> None:
     report = _run(check, pipe, backend)
     assert report.passed, report.findings
+
+
+def _traced(check: str, pipe, backend: str, tmp_path):
+    from pytest_nosync.profiling.config import TraceConfig
+
+    device = pipe.transformer.device
+
+    def call_kwargs(steps: int) -> dict:
+        return TARGET.call_kwargs(pipe, CallContext(device, torch.float32, steps))
+
+    options = GuardOptions(backend=backend, trace=TraceConfig(mode="on-failure", directory=str(tmp_path)))
+    return run_check(check, pipe, call_kwargs, options, steps=2, test_id="t.py::test_x", target=TARGET.name)
+
+
+@pytest.mark.parametrize("check", ["syncs"])
+def test_a_passing_check_is_not_profiled(check: str, pipe, backend, tmp_path) -> None:
+    report = _traced(check, pipe, backend, tmp_path)
+    assert report.passed and "profiled" not in report.metrics and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("twin", ["syncs"])
+def test_a_failing_check_is_run_again_under_the_profiler(twin: str, pipe, backend, tmp_path) -> None:
+    pipeline_twins.TWINS[twin](pipe.transformer)
+    report = _traced(twin, pipe, backend, tmp_path)
+    assert report.passed is False and "profiled" not in report.metrics  # the findings are the unprofiled run's
+    assert report.metrics["trace_rerun_reproduced"] is True and report.summary == ""
+    assert report.artifacts["trace"].startswith(str(tmp_path)) and report.metrics["diagnosis"]["steps"]
+
+
+@pytest.mark.parametrize("twin", ["syncs"])
+def test_a_rerun_that_does_not_fail_the_same_way_says_so(twin: str, pipe, backend, tmp_path, monkeypatch) -> None:
+    pipeline_twins.install_sync_once(pipe.transformer)
+    report = _traced(twin, pipe, backend, tmp_path)
+    assert report.passed is False and report.metrics["trace_rerun_reproduced"] is False
+    assert "the re-run under the profiler did not fail at the same places" in report.summary
+    assert report.artifacts["trace"]
