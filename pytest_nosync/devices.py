@@ -50,6 +50,24 @@ def execution_device(backend: str = "auto") -> torch.device:
     return install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
 
 
+def allocated_bytes(backend: str) -> int:
+    """Bytes of device memory in use now: CUDA's caching allocator, or the emulated device's live storages."""
+    if backend == "cuda":
+        return torch.cuda.memory_allocated()
+    from .emulation import tensor
+
+    return tensor.memory.allocated
+
+
+def allocations(backend: str) -> int:
+    """Device allocations made so far (a counter): nearly every device op allocates its output."""
+    if backend == "cuda":
+        return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+    from .emulation import tensor
+
+    return tensor.memory.count
+
+
 def generator(device: torch.device | str, seed: int) -> torch.Generator:
     """A seeded generator on `device`. The emulated device cannot have a torch.Generator of its own, so it
     gets a CPU generator that reports the emulated device (diffusers samples where the generator is)."""

@@ -30,6 +30,7 @@ class GuardOptions:
     the trace's figures. profile: confirm syncs with the profiler. denoiser: the pipeline attribute whose first
     call opens a step. warmup_steps: steps before steady state (not judged by alloc_growth, host_overhead).
     max_walk_fraction: a module-tree walk visiting more of the denoiser than this fails host_overhead.
+    alloc_sites: alloc_growth notes the line of every device allocation (slow), to name the one that grows.
     """
 
     checks: tuple[str, ...] = ("syncs",)
@@ -39,6 +40,7 @@ class GuardOptions:
     allow: tuple[AllowEntry, ...] = ()
     count_outside_steps: bool = False
     device_work: bool = True
+    alloc_sites: bool = False
     profile: bool = False
     trace: TraceConfig | None = None
     trace_budgets: TraceBudgets = field(default_factory=TraceBudgets)

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .. import devices
 from ..findings import Report
 from ..guard_options import GuardOptions
 from .base import CannotCheck, Detector, StepContext
@@ -39,7 +40,7 @@ class DeviceWorkDetector(Detector):
 
     def _count(self) -> int:
         if self.options.backend == "cuda":
-            return int(torch.cuda.memory_stats().get("allocation.all.allocated", 0))
+            return devices.allocations("cuda")
         from ..emulation import tensor
 
         return tensor.ops_run[0]

@@ -1,10 +1,12 @@
-"""Allocation growth: memory that a steady-state step leaves behind, and the line that allocated it.
+"""Allocation growth: device memory that a steady-state step leaves behind, and the line that allocated it.
 
-How much: `torch.cuda.memory_allocated` at each step end on CUDA; elsewhere the live bytes of the
-storages allocated inside the guard. Where: a dispatch mode notes the allocation site of every new
-storage and watches it die (a weakref on the storage, so a leaked view still counts). A site whose live
-allocations grow at every judged step is the leak. Multistep schedulers legitimately keep `order` model
-outputs: the first `warmup_steps` steps are never judged, and only growth that continues is flagged.
+How much: the device's own counter at each step end (CUDA's caching allocator, or the emulated device's live
+storages), which costs nothing while steps are clean. Where, only when asked (`alloc_sites`, or a re-run of a
+growing call: the suite does this): a dispatch mode notes the allocation site of every new storage and watches it
+die (a weakref on the storage, so a leaked view still counts); a site whose live allocations grow at every judged
+step is the leak. Multistep schedulers legitimately keep `order` model outputs: the first `warmup_steps` steps are
+never judged, and only growth that continues is flagged. A block that allocated nothing on the device checked
+nothing, and says so.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .. import attribution
+from .. import attribution, devices
 from ..findings import IN_STEP, Finding, Frame, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
+UNATTRIBUTED = "<unattributed>:0"
 HINT = (
     "memory allocated here in every step stays alive: don't append per-step tensors to lists/caches, "
     "and overwrite or free state that the next step replaces"
@@ -114,21 +117,22 @@ class MemoryDetector(Detector):
         self._begin: dict[int, int] = {}
         self._end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
+        self._allocations = 0
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
-        self._tracker = AllocationTracker(lambda: ctx.effective_step)
-        self._tracker.__enter__()
+        self._allocations = devices.allocations(self.options.backend)
+        if self.options.alloc_sites:
+            self._tracker = AllocationTracker(lambda: ctx.effective_step)
+            self._tracker.__enter__()
 
     def disarm(self) -> None:
+        self._allocations = devices.allocations(self.options.backend) - self._allocations
         if self._tracker is not None:
             self._tracker.__exit__(None, None, None)
 
     def _amount(self) -> int:
-        if self.options.backend == "cuda":
-            return torch.cuda.memory_allocated()
-        assert self._tracker is not None
-        return self._tracker.live_bytes
+        return devices.allocated_bytes(self.options.backend)
 
     def on_step_begin(self, step: int) -> None:
         self._begin[step] = self._amount()
@@ -157,7 +161,7 @@ class MemoryDetector(Detector):
             return []
         per_step = [growth[s] for s in judged]
         out = []
-        for where, stack, counts, sizes in self._growing_sites(judged):
+        for where, stack, counts, sizes in self._growing_sites(judged) if self._tracker is not None else ():
             out.append(
                 self._finding(
                     where,
@@ -168,16 +172,28 @@ class MemoryDetector(Detector):
                 )
             )
         if not out:
+            how = (
+                "no tracked allocation site grew"
+                if self._tracker is not None
+                else "run it with alloc_sites=True (marker nosync(alloc_sites=True)) to name the line that allocates it"
+            )
             out.append(
                 self._finding(
-                    "<unattributed>:0",
+                    UNATTRIBUTED,
                     (),
-                    detail=f"+{_human(sum(per_step))} over steps {judged[0]}..{judged[-1]} "
-                    "(no tracked allocation site grew)",
+                    detail=f"+{_human(sum(per_step))} over steps {judged[0]}..{judged[-1]} ({how})",
                     data={"bytes_per_step": per_step},
                 )
             )
         return out
+
+    def unchecked(self) -> str | None:
+        if self._allocations:
+            return None
+        return (
+            f"nothing was allocated on the {self.options.backend} device in this guarded block, so no growth could be "
+            "seen: put the model and tensors on the `nosync_device` fixture's device"
+        )
 
     def _growing_sites(self, judged: list[int]) -> list[tuple[str, tuple[Frame, ...], list[int], list[int]]]:
         base = judged[0] - 1

@@ -31,6 +31,7 @@ class DeviceMemory:
         self.live: dict[int, tuple[int, weakref.ref]] = {}  # id of a live storage → (its bytes, a weak reference)
         self.allocated = 0
         self.peak = 0
+        self.count = 0  # storages made so far
 
     def add(self, raw: torch.Tensor) -> None:
         storage = raw.untyped_storage()  # torch keeps one Python object per storage while it lives
@@ -38,6 +39,7 @@ class DeviceMemory:
         if key in self.live:
             return
         nbytes = storage.nbytes()
+        self.count += 1
         # a weak reference with a callback: a third of weakref.finalize's cost, on every new device storage
         self.live[key] = (nbytes, weakref.ref(storage, lambda _, key=key: self._release(key)))
         self.allocated += nbytes

@@ -181,6 +181,9 @@ TABLE: tuple[Option, ...] = (
     Option("device_work", "False for a test that knowingly guards host-only code; otherwise a sync check that saw "
            "nothing run on the device fails (nothing was checked)", flag, "bool", flag=None, ini=False, marker=True,
            guard=True),
+    Option("alloc_sites", "alloc_growth: note the line of every device allocation, to name the one that grows (slow: "
+           "a dispatch mode and a stack per allocation; the suite does it only when a call grows)", flag, "bool",
+           marker=True, guard=True),
     Option("profile", "also confirm syncs with torch.profiler (slower)", flag, "bool", guard=True),
     Option("trace_budgets", "NAME=VALUE: a budget on the trace's figures in steady-state steps "
            f"({', '.join(BUDGET_NAMES)}); repeatable (a marker's trace_budgets={{name: limit}} override them per test)",

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..detectors.memory import UNATTRIBUTED
 from ..findings import Report
 from ..guard_options import GuardOptions
 from .guarded_call import error_report, guarded_call
@@ -65,4 +66,9 @@ def run_check(
             pipe(**call_kwargs(steps))
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
-    return guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    if check == "alloc_growth" and not options.alloc_sites and any(f.where == UNATTRIBUTED for f in report.failures):
+        # The cheap pass saw growth; the same seeded call again, noting where each allocation was made, names it.
+        options = replace(options, alloc_sites=True)
+        report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    return report

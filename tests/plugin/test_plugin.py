@@ -185,7 +185,7 @@ def test_state_is_restored_when_the_test_body_raises(pytester: pytest.Pytester) 
 
         ORIGINAL = torch.nn.Module.named_modules
 
-        @pytest.mark.nosync(checks=["host_overhead", "alloc_growth"])
+        @pytest.mark.nosync(checks=["host_overhead", "alloc_growth"], alloc_sites=True)
         def test_raises():
             assert torch.nn.Module.named_modules is not ORIGINAL  # armed
             assert _get_current_dispatch_mode() is not None
