@@ -65,7 +65,6 @@ class HostOverheadDetector(Detector):
 
     def _counted(self, root: Any, walk: Any, caller: Any) -> Any:
         ctx = self.ctx
-        frames = attribution.raw_frames(caller, limit=24)
         step = ctx.effective_step
         visited = 0
         try:
@@ -76,10 +75,12 @@ class HostOverheadDetector(Detector):
             if step is not None:
                 self.visits[step] += visited
             if visited > self.threshold():
+                # The stack is read only for a walk worth reporting, from the caller's frame, still on the line that
+                # consumed the walk: most walks are short (a `next(iter(m.parameters()))`) and cost no stack.
                 tree = f" of {self.tree_size}" if self.tree_size else ""
                 ctx.record(
                     "host_overhead",
-                    frames,
+                    attribution.raw_frames(caller, limit=24),
                     hint=HINT,
                     detail=f"walks {visited}{tree} modules ({type(root).__name__}.named_modules)",
                     source=self.name,
