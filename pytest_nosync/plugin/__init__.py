@@ -77,6 +77,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             marker_values(item)
         except options.OptionError as exc:
             raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+    cache = getattr(config, "cache", None)
+    if options.of(config).enabled and cache is not None and xdist.distributing(config):
+        items[:] = xdist.longest_first(items, cache.get(xdist.COSTS_KEY, {}))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -11,6 +11,7 @@ import pytest
 
 from .. import baseline, render, run_report
 from ..findings import STATUS_FAIL, Report
+from . import xdist
 from .options import Settings
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
@@ -206,6 +207,9 @@ class NosyncSession:
             entries = baseline.entries_from(self.reports, diffusers, known)
             baseline.write(self.settings.baseline_write, entries)
             self.written = len(entries)
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and self._per_target():  # for the next run's scheduling (plugin.xdist.longest_first)
+            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self._per_target()})
         if self.settings.report:
             for r in self.reports:
                 r.metrics["duration_s"] = round(self.durations.get(r.test_id, 0.0), 3)

@@ -69,6 +69,26 @@ def assign_gpu(node: Any) -> None:
     node.workerinput[WORKER_GPU_KEY] = gpu_for_worker(index, gpus, bool(config.getoption("nosync_share_gpus")))
 
 
+COSTS_KEY = "nosync/seconds_per_target"  # in pytest's cache: what each target group took in the last run
+
+
+def longest_first(items: list[pytest.Item], costs: dict[str, float]) -> list[pytest.Item]:
+    """The items with the costliest target groups first (known costs from the last run; unknown ones after the known,
+    in collection order): xdist's loadgroup scheduler hands out groups in this order, so the long groups start at
+    once and the short ones fill the gaps (longest processing time first)."""
+
+    def group(item: pytest.Item) -> str | None:
+        marker = item.get_closest_marker("xdist_group")
+        return str(marker.args[0]) if marker and marker.args else None
+
+    return sorted(items, key=lambda item: -costs.get(group(item) or "", -1.0))
+
+
+def distributing(config: pytest.Config) -> bool:
+    """Whether this process schedules or runs tests for xdist workers."""
+    return hasattr(config, "workerinput") or bool(config.getoption("numprocesses", default=None))
+
+
 def check_worker_count(config: pytest.Config) -> None:
     """Fail early, with a sentence, when an explicit -n exceeds the GPUs."""
     wanted = config.getoption("numprocesses", default=None)

@@ -135,3 +135,32 @@ def test_workers_use_the_controllers_baseline(pytester: pytest.Pytester, monkeyp
     result.assert_outcomes(passed=4)
     doc = json.loads(out.read_text())
     assert {t["metrics"]["baseline"] for t in doc["tests"]} == {str(pytester.path / "base.json")}
+
+
+def test_target_groups_are_scheduled_longest_first(pytester: pytest.Pytester) -> None:
+    from pytest_nosync.plugin.xdist import longest_first
+
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parametrize("t", [pytest.param(n, marks=pytest.mark.xdist_group(n)) for n in "abc"])
+        def test_check(t):
+            pass
+
+        def test_ungrouped():
+            pass
+        """
+    )
+    items, _ = pytester.inline_genitems()
+    ordered = longest_first(items, {"a": 1.0, "b": 9.5, "c": 3.0})
+    assert [i.name for i in ordered] == ["test_check[b]", "test_check[c]", "test_check[a]", "test_ungrouped"]
+    assert [i.name for i in longest_first(items, {})] == [i.name for i in items]  # no costs yet: as collected
+
+
+def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    pytester.makepyfile(MANY_REPORTS)
+    pytester.runpytest_subprocess("--nosync", "-n", "2")
+    costs = json.loads((pytester.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
+    assert set(costs) == {"gw0", "gw1"} and all(seconds >= 0 for seconds in costs.values())
