@@ -1,114 +1,93 @@
-"""Guard overhead: the same workload with and without the guard, as a ratio of medians.
+"""Guard overhead on the suite's targets: each guard configuration as a ratio of interleaved medians to the plain call.
 
-    python benchmarks/guard_overhead.py [--calls 40] [--target flux] [--json out.json]
+    python benchmarks/guard_overhead.py [--targets flux,wan,ltx2] [--calls 40] [--steps 4] [--json out.json]
 
-The workload is a small transformer stack run for a few "steps" per call, with no sync in it, or, with
---target, a tiny target pipeline's whole call (its syncs outside the steps included). The ratio is the
-cost of arming detection (sync debug mode + warning capture; the profiler separately). Median of many
-interleaved calls: tiny calls vary ±25% between two plain runs.
+For each target, a warm tiny pipeline (the execution device of the backend: cuda on a GPU, the emulated device
+otherwise) is called plain and under each configuration, round after round, so that drift hits every variant
+alike; tiny calls vary ±25% between two plain runs, hence many calls and medians. Configurations:
+  syncs            the sync check alone (what every suite sync test pays)
+  all guard checks syncs + alloc_growth + host_overhead
+  on-failure trace syncs with --nosync-trace on-failure (the default) on a passing call
+  profiler confirm syncs with --nosync-profile (opt-in; fewer calls)
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from _measure import emit, timed
 
-from pytest_nosync import nosync_guard
+from pytest_nosync import devices, nosync_guard
+from pytest_nosync.profiling.config import TraceConfig
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+CONFIGURATIONS: dict[str, dict[str, Any]] = {
+    "syncs": {"checks": ("syncs",)},
+    "all guard checks": {"checks": ("syncs", "alloc_growth", "host_overhead")},
+    "on-failure trace": {"checks": ("syncs",), "trace": TraceConfig(mode="on-failure")},
+    "profiler confirm": {"checks": ("syncs",), "profile": True},
+}
 
 
-def workload(device: torch.device) -> tuple[torch.nn.Module, torch.Tensor]:
-    layer = torch.nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True)
-    model = torch.nn.TransformerEncoder(layer, 6, enable_nested_tensor=False).to(device).eval()
-    return model, torch.randn(2, 128, 256, device=device)
-
-
-def call(model: torch.nn.Module, x: torch.Tensor, steps: int, guard=None) -> None:
-    with torch.no_grad():
-        for _ in range(steps):
-            if guard is not None:
-                guard.begin_step()
-            x = model(x) * 0.5 + x * 0.5
-            if guard is not None:
-                guard.end_step()
-    if x.is_cuda:
-        torch.cuda.current_stream().synchronize()
-
-
-def pipeline_workload(name: str, device: torch.device, steps: int, backend: str):
-    from pytest_nosync.suite.targets.base import CallContext
-    from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
-
+def variants(name: str, backend: str, steps: int) -> dict[str, Callable[[], None]]:
     target = TARGETS[name]
+    device = devices.execution_device(backend)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     pipe = build_pipeline(target, device, dtype)
 
-    def run_call(guard=None):
-        kwargs = target.call_kwargs(pipe, CallContext(device, dtype, steps))
+    def call(guard: Any = None) -> None:
+        kwargs = target.call_kwargs(pipe, CallContext(device, dtype, steps))  # built outside the guard
         if guard is not None:
             kwargs["callback_on_step_end"] = guard.callback_on_step_end
-        with torch.no_grad():
-            pipe(**kwargs)
+            with guard, torch.no_grad():
+                pipe(**kwargs)
+        else:
+            with torch.no_grad():
+                pipe(**kwargs)
         if device.type == "cuda":
-            torch.cuda.current_stream().synchronize()
+            torch.cuda.synchronize()  # outside the guard: the device's time counts in every variant
 
-    def plain():
-        run_call()
+    def guarded(options: dict[str, Any]) -> Callable[[], None]:
+        return lambda: call(nosync_guard(pipe, backend=backend, denoiser=target.denoiser, **options))
 
-    def guarded(profile=False):
-        def run():
-            with nosync_guard(pipe, backend=backend, profile=profile) as g:
-                run_call(g)
+    return {"plain": call, **{label: guarded(options) for label, options in CONFIGURATIONS.items()}}
 
-        return run
 
-    return plain, guarded
+def measure(name: str, backend: str, calls: int, steps: int, rounds: int = 4) -> dict[str, Any]:
+    runs = variants(name, backend, steps)
+    for fn in runs.values():
+        timed(fn, 2)  # warm-up: first-call work, the profiler's first start
+    samples: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(rounds):
+        for label, fn in runs.items():
+            per_round = max(2, calls // (rounds * 4)) if label == "profiler confirm" else calls // rounds
+            samples[label] += timed(fn, per_round)
+    base = statistics.median(samples["plain"])
+    return {
+        label: {"median_ms": round(statistics.median(v), 3), "ratio": round(statistics.median(v) / base, 3),
+                "calls": len(v)}
+        for label, v in samples.items()
+    }  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--targets", default="flux,wan,ltx2")
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--backend", default="auto")
-    parser.add_argument("--target", help="time a tiny target pipeline's call instead of the synthetic stack")
     parser.add_argument("--json")
     args = parser.parse_args()
-    from pytest_nosync import devices
-
-    device = devices.execution_device(args.backend)
-    if args.target:
-        plain, guarded = pipeline_workload(args.target, device, args.steps, args.backend)
-    else:
-        model, x = workload(device)
-
-        def plain():
-            call(model, x, args.steps)
-
-        def guarded(profile=False):
-            def run():
-                with nosync_guard(backend=args.backend, profile=profile) as g:
-                    call(model, x, args.steps, g)
-                assert g.report.passed, g.report.findings
-
-            return run
-
-    for fn in (plain, guarded(), guarded(True)):
-        timed(fn, 5)  # warm-up
-    results = {}
-    # Interleave rounds so drift affects every variant alike.
-    samples = {"plain": [], "guard": [], "guard+profiler": []}
-    for _ in range(4):
-        samples["plain"] += timed(plain, args.calls // 4)
-        samples["guard"] += timed(guarded(), args.calls // 4)
-        samples["guard+profiler"] += timed(guarded(True), max(2, args.calls // 8))
-    base = statistics.median(samples["plain"])
-    for name, values in samples.items():
-        med = statistics.median(values)
-        results[name] = {"median_ms": round(med, 3), "ratio": round(med / base, 3), "calls": len(values)}
-    results["workload"] = args.target or "transformer stack"
-    emit(results, device, args.json)
+    backend = devices.resolve(args.backend)
+    results: dict[str, Any] = {"backend": backend, "steps": args.steps}
+    for name in args.targets.split(","):
+        results[name] = measure(name, backend, args.calls, args.steps)
+    emit(results, devices.execution_device(backend), args.json)
 
 
 if __name__ == "__main__":

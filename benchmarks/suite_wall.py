@@ -1,0 +1,72 @@
+"""Wall time of the built-in suite, process start to end, run N times as a subprocess.
+
+    python benchmarks/suite_wall.py [--runs 3] [--json out.json] [-- extra pytest arguments]
+
+Prints min/median/max of the wall time, pytest's own figure, and the median seconds per check (syncs,
+graph_breaks, alloc_growth, host_overhead, ...) and per target, read from each run's --nosync-report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SUITE = str(Path(__file__).resolve().parents[1] / "pytest_nosync" / "suite" / "test_targets.py")
+
+
+def run_once(extra: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        command = [sys.executable, "-m", "pytest", "-m", "gpu", "--nosync", "-q", "-p", "no:cacheprovider",
+                   f"--nosync-report={report}", *(extra or [SUITE])]  # fmt: skip
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        doc = json.loads(report.read_text()) if report.exists() else {"tests": []}
+    per_check: dict[str, float] = {}
+    for test in doc["tests"]:
+        per_check[test["check"]] = per_check.get(test["check"], 0.0) + test["metrics"].get("duration_s", 0.0)
+    tail = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-500:]
+    return {"wall_s": wall, "rc": done.returncode, "summary": tail, "per_check_s": per_check,
+            "per_target_s": doc.get("seconds_per_target", {})}  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json")
+    parser.add_argument("extra", nargs="*", help="pytest arguments (default: the target suite)")
+    args = parser.parse_args()
+    runs = [run_once(args.extra) for _ in range(args.runs)]
+    walls = [r["wall_s"] for r in runs]
+
+    def medians(key: str) -> dict[str, float]:
+        names = {k for r in runs for k in r[key]}
+        return {k: round(statistics.median(r[key].get(k, 0.0) for r in runs), 2) for k in sorted(names)}
+
+    result = {
+        "runs": args.runs,
+        "wall_s": {
+            "min": round(min(walls), 1),
+            "median": round(statistics.median(walls), 1),
+            "max": round(max(walls), 1),
+        },
+        "pytest": [r["summary"] for r in runs],
+        "per_check_s": medians("per_check_s"),
+        "per_target_s": medians("per_target_s"),
+        "exit_codes": [r["rc"] for r in runs],
+    }
+    print(json.dumps(result, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
