@@ -1,13 +1,15 @@
 """The suite's checks on one pipeline: pipeline in, Report out, nothing of pytest.
 
-Each check is one of the guard's checks (pytest_nosync.detectors.CHECKS) run on a real call: a warm-up call first
-(first-call work such as lazy init, caches and cuDNN autotuning is not what a step costs), then the measured call
-under a guard of that one check. What differs per check is how many steps the measured call needs and how many of
-them are warm-up for the scheduler (`plan`).
+Each check is one of the guard's checks (pytest_nosync.detectors.CHECKS) run on a real call: a warm-up call on a
+pipeline's first use (first-call work such as lazy init, caches and cuDNN autotuning is not what a step costs), then
+the measured call under a guard of that one check. What differs per check is how many steps the measured call needs
+and how many of them are warm-up for the scheduler (`plan`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -46,6 +48,22 @@ def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
     return max(steps, 2), 1
 
 
+_warm: set[int] = set()  # ids of the pipelines called once already (an id leaves the set with its pipeline)
+
+
+def warm(pipe: Any, call_kwargs: CallKwargs, steps: int) -> None:
+    """One plain call on a pipeline's first use: first-call work (lazy initialisation, caches, cuDNN autotuning, CUDA
+    context) is not what a step costs. Once per pipeline: its checks share it, and a second warm-up per check would
+    double the suite's calls."""
+    if id(pipe) in _warm:
+        return
+    with torch.no_grad():
+        pipe(**call_kwargs(steps))
+    _warm.add(id(pipe))
+    with contextlib.suppress(TypeError):  # not weakly referable: its id stays (a later object with it is not warmed)
+        weakref.finalize(pipe, _warm.discard, id(pipe))
+
+
 def run_check(
     check: str,
     pipe: Any,
@@ -56,14 +74,13 @@ def run_check(
     test_id: str = "",
     target: str = "",
 ) -> Report:
-    """A warm-up call, then the measured call under a guard of `check` alone."""
+    """The measured call under a guard of `check` alone (after the pipeline's warm-up call, see `warm`)."""
     if check not in SUITE_CHECKS:
         raise ValueError(f"unknown check {check!r}; choose from {', '.join(SUITE_CHECKS)}")
     steps, warmup = plan(check, pipe, steps)
     options = replace(options, checks=(check,), warmup_steps=warmup)
     try:
-        with torch.no_grad():
-            pipe(**call_kwargs(steps))
+        warm(pipe, call_kwargs, steps)
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
     report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
