@@ -59,6 +59,24 @@ def allocated_bytes(backend: str) -> int:
     return tensor.memory.allocated
 
 
+def peak_bytes(backend: str) -> int:
+    """The most bytes of device memory in use at once since the last `reset_peak` (host-side figures: no sync)."""
+    if backend == "cuda":
+        return torch.cuda.max_memory_allocated()
+    from .emulation import tensor
+
+    return tensor.memory.peak
+
+
+def reset_peak(backend: str) -> None:
+    if backend == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+        return
+    from .emulation import tensor
+
+    tensor.memory.reset_peak()
+
+
 def allocations(backend: str) -> int:
     """Device allocations made so far (a counter): nearly every device op allocates its output."""
     if backend == "cuda":

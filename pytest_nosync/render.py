@@ -53,7 +53,10 @@ class Group:
     def per_step(self) -> str:
         parts: dict[str, int] = {}
         for f in self.findings:
-            label = f"step {f.step}" if f.phase == IN_STEP else f.phase.replace("_", " ")
+            if f.phase != IN_STEP:
+                label = f.phase.replace("_", " ")
+            else:  # a step's finding, or one about the steady steps together (a time per step)
+                label = f"step {f.step}" if f.step is not None else "steady steps"
             parts[label] = parts.get(label, 0) + f.count
         return ", ".join(f"{label} ×{n}" for label, n in parts.items())
 
@@ -153,6 +156,52 @@ def trace_lines(report: Report) -> list[str]:
 
         lines.append(render_diagnosis(Diagnosis.from_dict(report.metrics["diagnosis"])))
     return lines
+
+
+def step_metrics_table(reports: Iterable[Report]) -> list[str]:
+    """The step metrics of the run, one row per target: per steady step, the mean device ops, host ms outside the
+    denoiser and device ms, and the peak device memory; beside, the change from the compared run."""
+    from .step_metrics import summary
+
+    rows = [r for r in reports if isinstance(r.metrics.get("step_metrics"), dict) and r.metrics["step_metrics"]]
+    if not rows:
+        return []
+    first = rows[0].metrics["step_metrics"]
+    lines = [
+        f"step metrics per steady step ({first.get('backend')}, {first.get('device')}):",
+        f"  {'target':<16}{'device ops':>11}{'host ms':>10}{'device ms':>11}{'peak MiB':>10}  vs saved run",
+    ]
+    for r in sorted(rows, key=lambda r: r.target):
+        row = summary(r.metrics["step_metrics"])
+        compared = r.metrics.get("step_metrics_compared")
+        versus = _versus(compared) if compared else "not compared"
+        if r.passed is False:
+            versus = f"FAIL: {versus}"
+
+        def cell(value: float | None, width: int, digits: int) -> str:
+            return f"{'—' if value is None else f'{value:.{digits}f}':>{width}}"
+
+        peak = row["peak_bytes"] / 2**20 if row.get("peak_bytes") is not None else None
+        lines.append(
+            f"  {r.target:<16}{cell(row.get('device_ops'), 11, 0)}{cell(row.get('host_ms'), 10, 2)}"
+            f"{cell(row.get('device_ms'), 11, 2)}{cell(peak, 10, 2)}  {versus}"
+        )
+    lines.append("  (host ms: outside the denoiser's forward; device ms: CUDA events, GPU only)")
+    return lines
+
+
+def _versus(compared: dict) -> str:
+    parts = []
+    for name, label in (("device_ops", "ops"), ("host_ms", "host"), ("device_ms", "device"), ("peak_bytes", "peak")):
+        change = compared.get("changes", {}).get(name)
+        if not change or change.get("before") is None or change.get("after") is None:
+            continue
+        before, after = change["before"], change["after"]
+        if name in ("device_ops", "peak_bytes"):
+            parts.append(f"{label} {after - before:+.0f}" if after != before else f"{label} =")
+        else:
+            parts.append(f"{label} {(after - before) / before * 100:+.0f}%" if before else f"{label} new")
+    return ", ".join(parts) or "compared"
 
 
 def github_annotations(reports: Iterable[Report], root: str) -> list[str]:

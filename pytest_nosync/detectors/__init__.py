@@ -27,6 +27,16 @@ CHECKS: dict[str, Check] = {
     "recompiles": Check("dynamo", "no recompile of the compiled denoiser between steps"),
     "alloc_growth": Check("memory", "steady-state steps leave no memory behind (the line that allocated it)"),
     "host_overhead": Check("host_overhead", "no module-tree walk in a steady-state step; host ms per step"),
+    "step_metrics": Check(
+        "step_metrics",
+        "records each step's host ms (outside the denoiser too), device ms and peak "
+        "device memory, to compare with a saved run",
+    ),
+    "device_ops": Check(
+        "step_metrics",
+        "records the aten ops each step runs on the device, by op and source line "
+        "(a dispatch mode: time figures of the same call are not taken)",
+    ),
 }
 
 

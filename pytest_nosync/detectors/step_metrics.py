@@ -1,0 +1,231 @@
+"""What one denoising step costs, as numbers to compare between two commits (pytest_nosync.step_metrics judges).
+
+Two checks, two detectors, because counting ops inflates the times of the call it counts in:
+  step_metrics  host ms of each step and the part outside the denoiser's forward, device ms (CUDA events; a GPU
+                only) and the peak of device memory allocated during the step;
+  device_ops    the aten ops each step ran on the device, by op name and by the source line that issued them.
+A step's window runs from the end of the step before it (or, for the first, from its opening) to its end: the work
+between two denoiser calls belongs to the next step, as findings there do, so a loop iteration is one step's cost.
+Nothing here judges; the numbers go to `Report.metrics["step_metrics"]` / `["device_ops"]`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .. import attribution, devices, source_identity
+from ..findings import Report
+from ..guard_options import GuardOptions
+from .base import Detector, StepContext
+
+DENOISER_REGION = "transformer_forward"
+NO_STEP = (
+    "no denoising step was seen: per-step numbers need steps (a pipeline passed to the guard, `with g.step()`, or "
+    "whole_block=True)"
+)
+
+
+class StepTimer(Detector):
+    """Host ms, host ms outside the denoiser, device ms and peak device memory of each step's window."""
+
+    name = "step_metrics"
+
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self.host_ms: dict[int, float] = {}
+        self.denoiser_ms: dict[int, float] = defaultdict(float)
+        self.peak_bytes: dict[int, int] = {}
+        self._window_start = 0.0
+        self._region_started: list[float] = []
+        self._events: dict[int, Any] = {}  # step → CUDA event at the end of its window (-1: the first window's start)
+
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        self.cuda = self.options.backend == "cuda"
+
+    def _mark(self, key: int) -> None:
+        if self.cuda:  # recorded on the stream, read after the block: no synchronization inside it
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self._events[key] = event
+        devices.reset_peak(self.options.backend)
+
+    def on_step_begin(self, step: int) -> None:
+        if not self._window_start:  # the first step: its window opens here; later ones opened at the last step's end
+            self._window_start = time.perf_counter()
+            self._mark(-1)
+
+    def on_step_end(self, step: int) -> None:
+        now = time.perf_counter()
+        self.host_ms[step] = (now - self._window_start) * 1e3
+        self._window_start = now
+        self.peak_bytes[step] = devices.peak_bytes(self.options.backend)
+        self._mark(step)
+
+    def on_region(self, name: str, entering: bool) -> None:
+        if name != DENOISER_REGION:
+            return
+        if entering:
+            self._region_started.append(time.perf_counter())
+        elif self._region_started:
+            started = self._region_started.pop()
+            step = self.ctx.current_step
+            if step is not None:
+                self.denoiser_ms[step] += (time.perf_counter() - started) * 1e3
+
+    def _device_ms(self) -> dict[int, float]:
+        if not self._events:
+            return {}
+        last = self._events[max(self._events)]
+        last.synchronize()  # after the block, detectors disarmed: the events' times are final
+        out: dict[int, float] = {}
+        previous = self._events.get(-1)
+        for step in sorted(k for k in self._events if k >= 0):
+            if previous is not None:
+                out[step] = previous.elapsed_time(self._events[step])
+            previous = self._events[step]
+        return out
+
+    def unchecked(self) -> str | None:
+        return None if self.host_ms else NO_STEP
+
+    def conclude(self, report: Report) -> None:
+        device_ms = self._device_ms()
+        steps = {}
+        for step, host in sorted(self.host_ms.items()):
+            steps[str(step)] = {
+                "host_ms": round(host, 3),
+                "host_ms_outside_denoiser": round(host - self.denoiser_ms.get(step, 0.0), 3),
+                "device_ms": round(device_ms[step], 3) if step in device_ms else None,
+                "peak_bytes": self.peak_bytes.get(step, 0),
+            }
+        report.metrics["step_metrics"] = steps
+
+
+class _Counting(TorchDispatchMode):
+    def __init__(self, counter: OpCounter) -> None:
+        super().__init__()
+        self.counter = counter
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        self.counter.saw(func, args, kwargs, out)
+        return out
+
+
+class OpCounter(Detector):
+    """The aten ops each step ran on the device (an op with a device tensor among its inputs or outputs), by name and
+    by the line outside torch and this plugin that issued them."""
+
+    name = "device_ops"
+
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self.ops: dict[int, Counter[str]] = defaultdict(Counter)
+        self.sites: dict[int, Counter[tuple[str, str]]] = defaultdict(Counter)  # step → (op, file:line) → count
+        self._internal: dict[Any, bool] = {}
+        self._mode: _Counting | None = None
+        self._steps = 0
+
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        if self.options.backend == "cuda":
+            self.device_type = "cuda"
+        else:
+            from ..emulation import DEVICE_TYPE
+
+            self.device_type = DEVICE_TYPE
+        self._mode = _Counting(self)
+        self._mode.__enter__()
+
+    def disarm(self) -> None:
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+
+    def on_step_end(self, step: int) -> None:
+        self._steps += 1
+
+    def unchecked(self) -> str | None:
+        return None if self._steps else NO_STEP
+
+    def _on_device(self, value: Any) -> bool:
+        if isinstance(value, torch.Tensor):
+            return value.device.type == self.device_type
+        if isinstance(value, (list, tuple)):
+            return any(self._on_device(v) for v in value)
+        return False
+
+    def saw(self, func: Any, args: tuple, kwargs: dict | None, out: Any) -> None:
+        ctx = self.ctx
+        step = ctx.effective_step
+        if step is None or not ctx.observing:
+            return
+        if not (self._on_device(args) or (kwargs and self._on_device(tuple(kwargs.values()))) or self._on_device(out)):
+            return
+        name = str(func)
+        self.ops[step][name] += 1
+        self.sites[step][(name, self._site())] += 1
+
+    def _site(self) -> str:
+        frame = sys._getframe(1)  # this plugin's frames are skipped like torch's
+        internal = self._internal
+        while frame is not None:
+            code = frame.f_code
+            flag = internal.get(code)
+            if flag is None:
+                flag = internal[code] = attribution.is_internal(code.co_filename)
+            if not flag:
+                return f"{code.co_filename}:{frame.f_lineno}"
+            frame = frame.f_back
+        return "<unknown>:0"
+
+    def conclude(self, report: Report) -> None:
+        steps = range(report.steps)  # work after the last step (decoding) is not a step's
+        report.metrics["device_ops"] = {
+            str(step): {
+                "total": sum(self.ops[step].values()),
+                "ops": dict(sorted(self.ops[step].items())),
+                "sites": _portable_sites(self.sites[step]),
+            }
+            for step in steps
+            if step in self.ops
+        }
+
+
+def _portable_sites(sites: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Each issuing line as its place inside its package and its identity (function, code, occurrence): the same
+    line in another checkout, or after an edit above it moved it, is the same site."""
+    by_where: dict[str, Counter[str]] = defaultdict(Counter)
+    for (op, where), count in sites.items():
+        by_where[where][op] += count
+    out = []
+    for where, ops in sorted(by_where.items()):
+        filename, _, line = where.rpartition(":")
+        identity = source_identity.identify(filename, int(line)) if line.isdigit() else None
+        place = f"{source_identity.package_path(filename)}:{line}"
+        out.append(
+            {
+                "where": place,
+                "function": identity.function if identity else "",
+                "code": identity.code if identity else "",
+                "occurrence": identity.occurrence if identity else 0,
+                "ops": dict(sorted(ops.items())),
+            }
+        )
+    return out
+
+
+def detectors(options: GuardOptions) -> list[Detector]:
+    built: list[Detector] = []
+    if "step_metrics" in options.checks:
+        built.append(StepTimer(options))
+    if "device_ops" in options.checks:
+        built.append(OpCounter(options))
+    return built

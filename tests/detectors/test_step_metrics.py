@@ -1,0 +1,138 @@
+"""The step metrics detectors on real torch: device ops by op and line, host ms outside the denoiser, peak device
+memory of a step, device ms on a GPU; what runs between steps counts with the next step."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import time
+
+import pytest
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+from pytest_nosync import nosync_guard
+
+
+def _line(function, marker: str) -> str:
+    lines, start = inspect.getsourcelines(function)
+    return f"{start + next(i for i, t in enumerate(lines) if marker in t)}"
+
+
+def loop(g, x: torch.Tensor, steps: int = 3, extra: int = 0) -> None:
+    for _ in range(steps):
+        with g.step():
+            y = x * 2  # mul
+            z = y + 1  # add
+            for _ in range(extra):
+                z = z * 1.0  # extra
+            torch.ones(4) * 3  # host only: not a device op
+
+
+def _ops(report, step: int) -> dict:
+    return report.metrics["device_ops"][str(step)]
+
+
+def test_each_steps_device_ops_are_counted_by_op_and_line(backend: str, x) -> None:
+    with nosync_guard(checks=("device_ops",), backend=backend) as g:
+        loop(g, x)
+    assert g.report.passed
+    for step in range(3):
+        ops = _ops(g.report, step)
+        assert ops["total"] == 2 and ops["ops"] == {"aten.add.Tensor": 1, "aten.mul.Tensor": 1}
+        places = {s["where"].rsplit(":", 1)[1]: s for s in ops["sites"]}
+        assert set(places) == {_line(loop, "# mul"), _line(loop, "# add")}
+        assert places[_line(loop, "# mul")]["code"] == "y = x * 2"
+        assert places[_line(loop, "# mul")]["where"].endswith("test_step_metrics.py:" + _line(loop, "# mul"))
+    assert _get_current_dispatch_mode() is None  # the counting mode is gone
+
+
+def test_the_bug_twin_adds_ten_ops_at_its_line(backend: str, x) -> None:
+    with nosync_guard(checks=("device_ops",), backend=backend) as g:
+        loop(g, x, extra=10)
+    ops = _ops(g.report, 1)
+    assert ops["total"] == 12 and ops["ops"]["aten.mul.Tensor"] == 11
+    (extra,) = [s for s in ops["sites"] if s["where"].endswith(":" + _line(loop, "# extra"))]
+    assert extra["ops"] == {"aten.mul.Tensor": 10}
+
+
+def between_steps(g, x: torch.Tensor) -> None:
+    with g.step():
+        x = x + 1
+    x = x * 3  # between: the next step's
+    with g.step():
+        x = x + 1
+    x = x - 1  # after the loop: no step's
+
+
+def test_work_between_steps_counts_with_the_next_step(backend: str, x) -> None:
+    with nosync_guard(checks=("device_ops",), backend=backend) as g:
+        between_steps(g, x)
+    assert _ops(g.report, 0)["ops"] == {"aten.add.Tensor": 1}
+    assert _ops(g.report, 1)["ops"] == {"aten.add.Tensor": 1, "aten.mul.Tensor": 1}
+    assert set(g.report.metrics["device_ops"]) == {"0", "1"}
+
+
+def test_the_counting_mode_is_removed_when_the_block_raises(backend: str, x) -> None:
+    try:
+        with nosync_guard(checks=("device_ops",), backend=backend) as g, g.step():
+            x * 2
+            raise KeyError("boom")
+    except KeyError:
+        pass
+    assert _get_current_dispatch_mode() is None
+
+
+def timed_loop(g, x: torch.Tensor) -> None:
+    for _ in range(2):
+        with g.step():
+            with g.annotate("transformer_forward"):
+                time.sleep(0.01)  # the denoiser's share
+                x = x * 2
+            time.sleep(0.02)  # outside the denoiser
+
+
+def test_host_ms_outside_the_denoiser_leaves_out_its_forward(backend: str, x) -> None:
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        timed_loop(g, x)
+    for step in ("0", "1"):
+        numbers = g.report.metrics["step_metrics"][step]
+        assert numbers["host_ms"] >= 30.0  # both sleeps are in the step's window
+        assert 20.0 <= numbers["host_ms_outside_denoiser"] <= numbers["host_ms"] - 10.0
+        if backend == "cuda":
+            assert numbers["device_ms"] > 0.0  # from CUDA events around the window
+        else:
+            assert numbers["device_ms"] is None  # no device clock under emulation
+
+
+def memory_loop(g, device: torch.device) -> None:
+    for step in range(2):
+        with g.step():
+            if step == 0:
+                scratch = torch.empty(4096, device=device)  # 16 KiB alive during step 0 only
+                del scratch
+
+
+def test_a_steps_peak_memory_counts_what_it_held_at_once(backend: str, device) -> None:
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        memory_loop(g, device)
+    peak = {k: v["peak_bytes"] for k, v in g.report.metrics["step_metrics"].items()}
+    assert peak["0"] - peak["1"] == 4096 * 4
+
+
+@pytest.mark.parametrize("check", ["step_metrics", "device_ops"])
+def test_a_block_without_steps_is_not_a_pass(backend: str, x, check: str) -> None:
+    with nosync_guard(checks=(check,), backend=backend) as g:
+        x * 2  # no step marked, no pipeline to mark them
+    assert g.report.passed is False
+    assert "no denoising step was seen" in g.report.not_checked[0]
+    with nosync_guard(checks=(check,), backend=backend, whole_block=True) as g:  # the marker's way: one step
+        x * 2
+    assert g.report.passed and set(g.report.metrics[check]) == {"0"}
+
+
+def test_sites_are_portable_paths(backend: str, x) -> None:
+    with nosync_guard(checks=("device_ops",), backend=backend) as g:
+        loop(g, x, steps=1)
+    for site in _ops(g.report, 0)["sites"]:
+        assert not os.path.isabs(site["where"])
