@@ -18,6 +18,7 @@ from .fixtures import nosync_check as nosync_check
 from .fixtures import nosync_device as nosync_device
 from .fixtures import nosync_guard_kwargs as nosync_guard_kwargs
 from .fixtures import nosync_pipeline as nosync_pipeline
+from .fixtures import nosync_step_metrics as nosync_step_metrics
 from .fixtures import nosync_target as nosync_target
 from .session import BASELINE, NosyncSession, NotRun
 

@@ -30,8 +30,10 @@ from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
 from ..suite.checks import dynamo_device, run_check
+from ..suite.step_metrics import loop_place, measure
 from ..suite.targets.base import CallContext, Target
 from . import options as table
+from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics
 from .session import BASELINE, ITEM_REPORTS, add_report
 
 SUITE_DIR = Path(__file__).parent.parent / "suite"
@@ -266,6 +268,31 @@ def nosync_check(
         options = guard_options(request.node, check, nosync_target.name, denoiser=nosync_target.denoiser)
         test_id, target = request.node.nodeid, nosync_target.name
         return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=test_id, target=target)
+
+    return run
+
+
+@pytest.fixture
+def nosync_step_metrics(
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any, nosync_call_context: CallContext
+) -> Callable[[Any], Report]:
+    """Measure the target's step metrics, timed through pytest-benchmark's `benchmark` fixture (given by the test),
+    and judge them against the run loaded by --benchmark-compare (see plugin.benchmark)."""
+    ctx, pipe = nosync_call_context, nosync_pipeline
+
+    def call_kwargs(steps: int) -> dict[str, Any]:
+        return nosync_target.call_kwargs(pipe, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
+
+    def run(benchmark: Any) -> Report:
+        settings = table.of(request.config)
+        options = guard_options(request.node, "step_metrics", nosync_target.name, denoiser=nosync_target.denoiser)
+        report = measure(
+            pipe, call_kwargs, options, steps=max(ctx.steps, 3), rounds=settings.metrics_rounds,
+            repeat=benchmark_repeat(benchmark), test_id=request.node.nodeid, target=nosync_target.name,
+        )  # fmt: skip
+        if "step_metrics" in report.metrics:
+            benchmark.extra_info[EXTRA_KEY] = report.metrics["step_metrics"]
+        return judge_step_metrics(report, request.config, settings, options, request.node.name, loop_place(pipe))
 
     return run
 

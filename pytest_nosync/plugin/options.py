@@ -26,6 +26,7 @@ from ..policy import parse_allow
 from ..profiling.budgets import NAMES as BUDGET_NAMES
 from ..profiling.budgets import TraceBudgets, parse_budgets
 from ..profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
+from ..step_metrics import Tolerance, parse_tolerances
 
 MISSING: Any = object()
 
@@ -122,6 +123,10 @@ def checkpoints(raw: Any) -> dict[str, str]:
             raise ValueError(f"takes NAME=PATH (e.g. wan=/models/wan), got {entry!r}")
         out[name.strip()] = path.strip()
     return out
+
+
+def tolerances(raw: Any) -> dict[str, Tolerance]:
+    return parse_tolerances([raw] if isinstance(raw, str) else list(raw))
 
 
 def schedule(raw: Any) -> tuple[int, int, int]:
@@ -224,6 +229,12 @@ TABLE: tuple[Option, ...] = (
            "(torch.profiler schedule; the work before step 0 counts with step 0)", schedule, default=None),
     Option("nsys", "for `nsys profile --capture-range=cudaProfilerApi`: NVTX ranges per step and region, "
            "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool", default=False),
+    Option("metrics_tolerance", "NAME=PCT%[+FLOOR]: how far test_step_metrics' times and memory may exceed the run "
+           "given to --benchmark-compare before the test fails (host_ms, device_ms, peak_memory; FLOOR in ms or "
+           "bytes; defaults host_ms=50%+0.5, device_ms=25%+0.1, peak_memory=0%); device ops are compared exactly; "
+           "repeatable", tolerances, "list", default={}),
+    Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
+           "median)", whole_number(1), default=3),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False, default=False),
 )  # fmt: skip
@@ -251,6 +262,8 @@ class Settings:
     baseline_write: str | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
     trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
+    metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # empty: step_metrics' defaults
+    metrics_rounds: int = 3
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)
@@ -266,7 +279,8 @@ def add_options(parser: pytest.Parser) -> None:
         if row.cli is not None:
             action = {"bool": "store_true", "list": "append"}.get(row.kind, "store")
             extra = {} if row.kind == "bool" else {"metavar": "VALUE"}
-            group.addoption(row.cli, action=action, default=None, dest=dest, help=row.help, **extra)
+            help_text = row.help.replace("%", "%%")  # argparse formats help with %
+            group.addoption(row.cli, action=action, default=None, dest=dest, help=help_text, **extra)
         if row.ini:
             ini_type = {"bool": "bool", "list": "linelist"}.get(row.kind, "string")
             parser.addini(dest, help=row.help, type=ini_type, default=[] if row.kind == "list" else None)

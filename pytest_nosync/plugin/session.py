@@ -11,7 +11,7 @@ import pytest
 
 from .. import baseline, render, run_report
 from ..findings import STATUS_FAIL, Report
-from . import xdist
+from . import benchmark, xdist
 from .options import Settings
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
@@ -89,6 +89,10 @@ class NosyncSession:
         if self.settings.backend == "emulate":
             lines.append(EMULATION_BANNER)
         return lines
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if not hasattr(self.config, "workerinput"):  # after pytest-benchmark's configure loaded the compared runs
+            benchmark.check_usage(self.config, self.settings)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -187,6 +191,8 @@ class NosyncSession:
                 tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
             if r.artifacts.get("trace"):
                 tr.write_line(f"       trace: {r.artifacts['trace']}")
+        for line in render.step_metrics_table(reports):
+            tr.write_line(line)
         per_target = self._per_target()
         if per_target:
             tr.write_line("seconds per target: " + ", ".join(f"{t} {s:.1f}" for t, s in per_target.items()))

@@ -1,4 +1,4 @@
-"""The built-in suite: every selected target through the four checks, each check its own test id.
+"""The built-in suite: every selected target through the four checks and its step metrics, each its own test id.
 
 Runs with `pytest -m gpu --nosync` in this repository, and from anywhere (e.g. a diffusers checkout)
 with `pytest -m gpu --nosync --nosync-suite`.
@@ -29,3 +29,9 @@ def test_alloc_growth(nosync_check, nosync) -> None:
 def test_host_overhead(nosync_check, nosync) -> None:
     """No module-tree walk in a steady-state step; host ms/step reported."""
     nosync.add_report(nosync_check("host_overhead"))
+
+
+def test_step_metrics(nosync_step_metrics, benchmark, nosync) -> None:
+    """Device ops, host ms outside the denoiser, device ms and peak memory of each steady step, stored by
+    pytest-benchmark (--benchmark-autosave) and judged against a saved run (--benchmark-compare)."""
+    nosync.add_report(nosync_step_metrics(benchmark))

@@ -1,0 +1,83 @@
+"""The step metrics of one pipeline: pipeline in, a Report with its numbers out, nothing of pytest.
+
+Timed calls (host ms, device ms, peak memory per step) and one counting call (device ops and the lines that issued
+them) after the pipeline's warm-up, combined by pytest_nosync.step_metrics.combine. How the timed calls are repeated
+is the caller's: the plugin hands them to pytest-benchmark, whose rounds and statistics its users know.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from .. import source_identity, step_metrics
+from ..findings import Report
+from ..guard_options import GuardOptions
+from ..run_report import environment
+from .checks import CallKwargs, warm
+from .guarded_call import error_report, guarded_call
+
+Repeat = Callable[[Callable[[], None], int], None]  # (one timed call, rounds) → runs it `rounds` times
+
+
+def _repeat(call: Callable[[], None], rounds: int) -> None:
+    for _ in range(rounds):
+        call()
+
+
+def measure(
+    pipe: Any,
+    call_kwargs: CallKwargs,
+    options: GuardOptions,
+    *,
+    steps: int = 3,
+    rounds: int = 3,
+    repeat: Repeat = _repeat,
+    test_id: str = "",
+    target: str = "",
+) -> Report:
+    """The numbers of each steady step (after the first) of a `steps`-step call, in `report.metrics["step_metrics"]`.
+    A call that raises, or a guard that could not measure, returns that report instead (it fails)."""
+    steps = max(steps, 2)
+    names = {"test_id": test_id, "check": "step_metrics", "target": target}
+    try:
+        warm(pipe, call_kwargs, steps)
+    except Exception as exc:
+        return error_report(exc, options, **names)
+    timed: list[Report] = []
+
+    timing = replace(options, checks=("step_metrics",))
+
+    def timed_call() -> None:
+        timed.append(guarded_call(pipe, lambda: call_kwargs(steps), timing, **names))
+
+    repeat(timed_call, rounds)
+    if not timed:  # a repeat that ran nothing
+        timed_call()
+    counted = guarded_call(pipe, lambda: call_kwargs(steps), replace(options, checks=("device_ops",)), **names)
+    for report in [*timed, counted]:
+        if report.passed is False:
+            return report
+    env = environment(options.backend)
+    about = {"target": target, "backend": options.backend, "device": env["device"], "torch": env["torch"],
+             "diffusers": env["diffusers"], "steps": steps}  # fmt: skip
+    numbers = step_metrics.combine(
+        [r.metrics["step_metrics"] for r in timed], counted.metrics["device_ops"], steady_from=1, about=about
+    )
+    report = Report(test_id=test_id, check="step_metrics", target=target, backend=options.backend, steps=steps)
+    report.passed = True
+    report.metrics["step_metrics"] = numbers
+    return report
+
+
+def loop_place(pipe: Any) -> str:
+    """file:line of the pipeline's `__call__` (where its denoising loop is): what time and memory findings name."""
+    call = inspect.unwrap(type(pipe).__call__)
+    try:
+        filename = inspect.getsourcefile(call) or "<unknown>"
+        line = inspect.getsourcelines(call)[1]
+    except (OSError, TypeError):
+        return f"{type(pipe).__name__}.__call__:0"
+    return f"{source_identity.package_path(filename)}:{line}"

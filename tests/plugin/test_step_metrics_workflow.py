@@ -1,0 +1,135 @@
+"""The per-step cost gate, as a contributor uses it: save the suite's step metrics on main with pytest-benchmark,
+then compare a branch. Bug twins, run for real on the flux target: a scheduler step that does ten extra elementwise
+ops fails on device ops, naming the line; one that keeps the last step's model output alive fails on peak memory;
+one that sleeps between denoiser calls fails on host ms. The clean re-run passes. Runs that cannot be compared
+stop with a sentence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_nosync import devices
+
+# Planted in the project's conftest, so the twins' lines are this project's own: the scheduler's `step` of the
+# suite's pipeline is wrapped for the test and restored after it.
+CONFTEST = """
+import os
+import time
+
+import pytest
+
+TWIN = os.environ.get("STEP_TWIN", "")
+
+
+@pytest.fixture(autouse=True)
+def twin(request):
+    if not TWIN or "nosync_pipeline" not in request.fixturenames:
+        yield
+        return
+    scheduler = request.getfixturevalue("nosync_pipeline").scheduler
+    original = scheduler.step
+    kept = []
+
+    def step(model_output, timestep, sample, *args, **kwargs):
+        if TWIN == "ops":
+            for _ in range(10):
+                model_output.add_(0.0)  # twin: ops
+        elif TWIN == "memory":
+            kept[:] = [sample]  # twin: memory (the latents the step replaces stay alive into the next step)
+        elif TWIN == "host":
+            time.sleep(0.03)  # twin: host
+        return original(model_output, timestep, sample, *args, **kwargs)
+
+    scheduler.step = step
+    yield
+    del scheduler.step
+"""
+# Generous on host time so that the clean re-run cannot fail on a loaded machine; the 30 ms twin is far above it.
+TOLERANCE = "--nosync-metrics-tolerance=host_ms=100%+10"
+
+
+def _line(marker: str) -> int:
+    return next(i for i, line in enumerate(CONFTEST.splitlines(), start=0) if f"# twin: {marker}" in line)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def _suite(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, twin: str, *args: str) -> pytest.RunResult:
+    monkeypatch.setenv("STEP_TWIN", twin)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # inherited from an outer -n run: benchmarks would be off
+    return project.runpytest_subprocess(
+        "-m", "gpu", "--nosync", "--nosync-suite", "--nosync-targets=flux", "-k", "test_step_metrics",
+        "-p", "no:cacheprovider", "-p", "no:randomly", TOLERANCE, *args,
+    )  # fmt: skip
+
+
+def _saved(project: pytest.Pytester) -> Path:
+    (path,) = (project.path / ".benchmarks").rglob("*_main.json")
+    return path
+
+
+def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = _suite(project, monkeypatch, "", "--benchmark-save=main")
+    assert saved.ret == pytest.ExitCode.OK, saved.stdout.str()[-3000:]
+    numbers = json.loads(_saved(project).read_text())["benchmarks"][0]["extra_info"]["nosync"]
+    assert numbers["target"] == "flux" and set(numbers["steps"]) == {"1", "2"}
+
+    ops = _suite(project, monkeypatch, "ops", "--benchmark-compare=0001")
+    assert ops.ret == pytest.ExitCode.TESTS_FAILED
+    ops.stdout.fnmatch_lines(
+        [
+            f"*device_ops    conftest.py:{_line('ops')}  — step 1 ×10, step 2 ×10*",
+            "*aten.add_.Tensor +10 at this line (step 1: * → * device ops (+10): aten.add_.Tensor +10)*",
+        ]
+    )
+    assert "peak_memory" not in ops.stdout.str() and "host_ms " not in ops.stdout.str()
+
+    memory = _suite(project, monkeypatch, "memory", "--benchmark-compare=0001")
+    assert memory.ret == pytest.ExitCode.TESTS_FAILED
+    memory.stdout.fnmatch_lines(["*peak_memory   diffusers/pipelines/flux/pipeline_flux.py:*", "*peak device memory*"])
+    assert "device_ops " not in memory.stdout.str()
+
+    host = _suite(project, monkeypatch, "host", "--benchmark-compare=0001")
+    assert host.ret == pytest.ExitCode.TESTS_FAILED
+    host.stdout.fnmatch_lines(
+        ["*host_ms       diffusers/pipelines/flux/pipeline_flux.py:*  — steady steps ×1*", "*tolerance 100%+10*"]
+    )
+
+    clean = _suite(project, monkeypatch, "", "--benchmark-compare=0001")
+    assert clean.ret == pytest.ExitCode.OK, clean.stdout.str()[-3000:]
+    clean.stdout.fnmatch_lines(["*flux * ops =, host *, peak =*"])
+
+
+def _edited_copy(project: pytest.Pytester, name: str, edit) -> None:
+    document = json.loads(_saved(project).read_text())
+    edit(document["benchmarks"][0]["extra_info"]["nosync"])
+    _saved(project).with_name(f"{name}.json").write_text(json.dumps(document))
+
+
+def test_runs_that_cannot_be_compared_say_why(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _suite(project, monkeypatch, "", "--benchmark-save=main").ret == pytest.ExitCode.OK
+    here = devices.resolve("auto")
+    there = "emulate" if here == "cuda" else "cuda"
+    _edited_copy(project, "0002_elsewhere", lambda numbers: numbers.update(backend=there, device="elsewhere"))
+    _edited_copy(project, "0003_other", lambda numbers: numbers.update(target="wan"))
+
+    other_backend = _suite(project, monkeypatch, "", "--benchmark-compare=0002")
+    assert other_backend.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"measured on {there} (elsewhere), this run measures on {here}" in other_backend.stderr.str()
+
+    missing = _suite(project, monkeypatch, "", "--benchmark-compare=0003")
+    assert missing.ret == pytest.ExitCode.TESTS_FAILED
+    missing.stdout.fnmatch_lines(["*the saved run has no step metrics of test_step_metrics[[]flux[]] (target flux)*"])
+
+    unsaved = _suite(project, monkeypatch, "", "--benchmark-disable", "--benchmark-autosave")
+    assert unsaved.ret == pytest.ExitCode.USAGE_ERROR
+    assert "pytest-benchmark saves nothing with -n (xdist) or --benchmark-disable" in unsaved.stderr.str()
