@@ -231,8 +231,8 @@ TABLE: tuple[Option, ...] = (
            "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool", default=False),
     Option("metrics_tolerance", "NAME=PCT%[+FLOOR]: how far test_step_metrics' times and memory may exceed the run "
            "given to --benchmark-compare before the test fails (host_ms, device_ms, peak_memory; FLOOR in ms or "
-           "bytes; defaults host_ms=50%+0.5, device_ms=25%+0.1, peak_memory=0%); device ops are compared exactly; "
-           "repeatable", tolerances, "list", default={}),
+           "bytes; defaults per backend, see the README); device ops are compared exactly; repeatable", tolerances,
+           "list", default={}),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
            "median)", whole_number(1), default=3),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
@@ -262,7 +262,7 @@ class Settings:
     baseline_write: str | None = None
     trace: TraceConfig = field(default_factory=TraceConfig)
     trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
-    metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # empty: step_metrics' defaults
+    metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # over the backend's defaults
     metrics_rounds: int = 3
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)

@@ -68,11 +68,16 @@ def test_fewer_ops_and_less_memory_are_wins() -> None:
 
 
 @pytest.mark.parametrize(
-    ("after", "fails"),
-    [(2.9, False), (3.5, True)],  # 2.0 → 2.9 is within 50% (+0.5 ms floor); 3.5 is not
+    ("backend", "after", "fails"),
+    [
+        ("emulate", 4.9, False),  # 2.0 → 4.9: within the emulation's default, the larger of 100% and 3 ms
+        ("emulate", 5.5, True),
+        ("cuda", 2.9, False),  # within 50% (+0.5 ms floor) on a GPU
+        ("cuda", 3.5, True),
+    ],
 )
-def test_host_ms_is_judged_with_its_tolerance(after: float, fails: bool) -> None:
-    comparison = compare(numbers(outside=2.0), numbers(outside=after), where=LOOP)
+def test_host_ms_is_judged_with_its_backends_tolerance(backend: str, after: float, fails: bool) -> None:
+    comparison = compare(numbers(outside=2.0, backend=backend), numbers(outside=after, backend=backend), where=LOOP)
     kinds = [(f.kind, f.where, f.step) for f in comparison.findings]
     assert kinds == ([("host_ms", LOOP, None)] if fails else [])
 
@@ -84,7 +89,7 @@ def test_a_floor_keeps_tiny_times_from_failing_on_noise() -> None:
 
 
 def test_much_faster_is_a_win() -> None:
-    comparison = compare(numbers(outside=9.0), numbers(outside=2.0), where=LOOP)
+    comparison = compare(numbers(outside=9.0), numbers(outside=2.0), where=LOOP)  # 7 ms less: beyond the tolerance
     assert comparison.findings == [] and any("host ms outside the denoiser" in w for w in comparison.wins)
 
 
@@ -107,10 +112,12 @@ def test_another_device_of_the_same_backend_is_compared_with_a_note() -> None:
     assert comparison.notes == ["the saved run was on NVIDIA A100, this one on NVIDIA H100"]
 
 
-def test_tolerances_parse_over_the_defaults() -> None:
+def test_tolerances_given_are_laid_over_the_backends_defaults() -> None:
     got = parse_tolerances(["host_ms=30%+0.2", "peak_memory=5%"])
-    assert got["host_ms"] == Tolerance(0.3, 0.2) and got["peak_memory"] == Tolerance(0.05, 0.0)
-    assert got["device_ms"] == step_metrics.DEFAULT_TOLERANCES["device_ms"]
+    assert got == {"host_ms": Tolerance(0.3, 0.2), "peak_memory": Tolerance(0.05, 0.0)}
+    assert step_metrics.default_tolerances("emulate")["host_ms"] == Tolerance(1.0, 3.0)
+    # 2.0 → 2.7 ms is within the emulation's default but not within 30%+0.2
+    assert compare(numbers(outside=2.0), numbers(outside=2.7), got, where=LOOP).findings != []
     with pytest.raises(ValueError, match="NAME one of host_ms, device_ms, peak_memory"):
         parse_tolerances(["ops=1%"])
     with pytest.raises(ValueError, match="a percentage and an optional floor"):
