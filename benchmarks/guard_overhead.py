@@ -4,7 +4,8 @@
 
 For each target, a warm tiny pipeline (the execution device of the backend: cuda on a GPU, the emulated device
 otherwise) is called plain and under each configuration, round after round, so that drift hits every variant
-alike; tiny calls vary ±25% between two plain runs, hence many calls and medians. Configurations:
+alike; tiny calls vary ±25% between two plain runs, hence many calls and medians. It runs against an earlier
+checkout of pytest-nosync too (its package first on PYTHONPATH), so before and after are measured alike. Configurations:
   syncs            the sync check alone (what every suite sync test pays)
   all guard checks syncs + alloc_growth + host_overhead
   on-failure trace syncs with --nosync-trace on-failure (the default) on a passing call
@@ -21,10 +22,18 @@ from typing import Any
 import torch
 from _measure import emit, timed
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
 from pytest_nosync.profiling.config import TraceConfig
-from pytest_nosync.suite.targets.base import CallContext
-from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+try:
+    from pytest_nosync import devices
+    from pytest_nosync.suite.targets.base import CallContext
+    from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+except ImportError:  # the first release's layout: the same script measures it side by side (docs/validation.md)
+    from pytest_nosync.targets.base import CallContext  # type: ignore[no-redef]
+    from pytest_nosync.targets.registry import TARGETS, build_pipeline  # type: ignore[no-redef]
+
+    from pytest_nosync import backends as devices  # type: ignore[no-redef]
 
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "syncs": {"checks": ("syncs",)},

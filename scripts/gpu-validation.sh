@@ -1,39 +1,83 @@
 #!/usr/bin/env bash
-# The GPU validation behind docs/validation.md, in one go on a CUDA machine.
-# Usage: scripts/gpu-validation.sh OUT_DIR   (diffusers and this package importable; run from the repo root)
+# The GPU validation behind docs/validation.md, on a CUDA machine, from the repository root, in parts that each fit
+# one call of the lent GPU machine.
+#
+#   scripts/gpu-validation.sh PART OUT_DIR
+#
+#   suite        the whole GPU run (suite, regression cases, twins, step metrics) with its JSON report; then the target
+#                suite of OLD_ROOT (an earlier checkout, its package and diffusers on OLD_SITE) and of this checkout,
+#                with and without the step metrics tests, interleaved twice: wall times side by side
+#   overhead     guard overhead (ratios of interleaved medians) of the package on OLD_SITE and of this checkout, by
+#                the same benchmark; the whole GPU run of OLD_ROOT for its wall time
+#   metrics      the step metrics' run-to-run spread (ten fresh runs) and the step-metrics bug twins on this GPU
+#   contributor  the suite from outside the repository (--nosync-suite) against each diffusers site in SITES
+#
+# This checkout's package and diffusers must be importable (PYTHONPATH); see ../shared/device/README.md.
 set -uo pipefail
-out=${1:?output directory}
+part=${1:?part: suite, overhead, metrics or contributor}
+out=${2:?output directory}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+here=$(pwd)
 log() { echo "== $*"; }
+now() { date +%s.%N; }
+since() { python3 -c "print(round($(now) - $1, 1))"; }
+timed() {  # LABEL COMMAND...: run it, print its last lines and its wall time
+  local label=$1 start
+  shift
+  start=$(now)
+  "$@" > "$out/$label.log" 2>&1
+  local rc=$?
+  tail -n 2 "$out/$label.log"
+  log "$label rc=$rc wall=$(since "$start")s"
+}
+suite_here() { python3 -m pytest -m gpu --nosync -q -p no:cacheprovider pytest_nosync/suite/test_targets.py "$@"; }
+suite_old() { (cd "$OLD_ROOT" && PYTHONPATH="$OLD_SITE" python3 -m pytest -m gpu --nosync -q -p no:cacheprovider \
+  pytest_nosync/suite/test_targets.py "$@"); }
 
-log "whole GPU run: pytest -m gpu --nosync (suite, regression cases, twins), with the repository baseline"
-start=$(date +%s.%N)
-python3 -m pytest -m gpu --nosync -p no:cacheprovider -q -rs --nosync-report "$out/report-full.json" \
-  > "$out/gpu-full.log" 2>&1
-log "rc=$? wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")s"
-tail -n 3 "$out/gpu-full.log"
+nvidia-smi -L
+python3 -c "import torch, diffusers; print('torch', torch.__version__, 'diffusers', diffusers.__version__)"
 
-log "target suite alone, process start to end"
-start=$(date +%s.%N)
-python3 -m pytest -m gpu --nosync -p no:cacheprovider -q pytest_nosync/suite/test_targets.py \
-  2>&1 | tail -n 3
-log "suite wall=$(python3 -c "print(round($(date +%s.%N) - $start, 1))")s"
-
-log "guard overhead"
-python3 benchmarks/guard_overhead.py --calls 40 --json "$out/overhead-stack.json" | tail -n 30
-python3 benchmarks/guard_overhead.py --calls 40 --target flux --json "$out/overhead-flux.json" | tail -n 30
-
-log "trace tests and costs"
-python3 -m pytest -m gpu -p no:cacheprovider -q tests/profiling 2>&1 | tail -n 15
-python3 benchmarks/trace_overhead.py 2>&1 | tail -n 20
-
-log "diagnosis of two targets, eager and compiled"
-for target in flux wan; do
-  for mode in eager compile; do
-    log "profile $target $mode"
-    trace="$out/trace-$target-$mode.json"
-    python3 -m pytest_nosync profile --target "$target" --mode "$mode" --device cuda --steps 2 \
-      --out "$trace" --gzip 2>&1 | tail -n 60
+case "$part" in
+suite)
+  timed whole-new python3 -m pytest -m gpu --nosync -q -p no:cacheprovider --durations=40 \
+    --nosync-report="$out/report-gpu.json"
+  for round in 1 2; do
+    [ -n "${OLD_ROOT:-}" ] && timed "suite-old-$round" suite_old --durations=30
+    timed "suite-new-$round" suite_here --durations=30 --nosync-report="$out/suite-new-$round.json"
+    timed "suite-new-without-metrics-$round" suite_here -k "not test_step_metrics"
   done
-done
+  ;;
+overhead)
+  if [ -n "${OLD_ROOT:-}" ]; then  # this checkout's benchmark, importing the earlier package
+    (cd /tmp && PYTHONPATH="$OLD_SITE" python3 "$here/benchmarks/guard_overhead.py" --calls 40 \
+      --json "$out/overhead-old.json") > "$out/overhead-old.log" 2>&1
+    tail -n 40 "$out/overhead-old.log"
+  fi
+  python3 benchmarks/guard_overhead.py --calls 40 --json "$out/overhead-new.json" > "$out/overhead-new.log" 2>&1
+  tail -n 40 "$out/overhead-new.log"
+  if [ -n "${OLD_ROOT:-}" ]; then
+    timed whole-old bash -c "cd '$OLD_ROOT' && PYTHONPATH='$OLD_SITE' python3 -m pytest -m gpu --nosync -q \
+      -p no:cacheprovider --nosync-report='$out/report-gpu-old.json'"
+  fi
+  ;;
+metrics)
+  python3 benchmarks/step_metrics_spread.py --runs 10 --json "$out/spread-gpu.json" > "$out/spread-gpu.log" 2>&1
+  tail -n 25 "$out/spread-gpu.log"
+  timed metrics-twins python3 -m pytest -q -p no:cacheprovider tests/plugin/test_step_metrics_workflow.py \
+    tests/detectors/test_step_metrics.py -rA
+  ;;
+contributor)
+  mkdir -p /tmp/contributor
+  for site in ${SITES:?SITES: diffusers sites to run the suite against}; do
+    name=$(basename "$site")
+    timed "contributor-$name" bash -c "cd /tmp/contributor && PYTHONPATH='$site' python3 -m pytest -m gpu --nosync \
+      --nosync-suite -q -p no:cacheprovider --nosync-report='$out/contributor-$name.json' -k 'not test_step_metrics'"
+  done
+  cd "$here"
+  ;;
+*)
+  echo "unknown part $part" >&2
+  exit 2
+  ;;
+esac
