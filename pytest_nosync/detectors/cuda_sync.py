@@ -118,10 +118,16 @@ class CudaSyncDetector(Detector):
 
 
 def _innermost(tb: Any) -> tuple[Any, int | None, int | None]:
-    """(frame, lasti, lineno) where an exception was raised."""
-    last = None
+    """(frame, lasti, lineno) of the innermost frame outside torch and this plugin where an exception was raised: the
+    line whose expression says what synced. (A wrapper of torch's, such as the emulation's `torch.tensor` that stays
+    installed in a process that used it, would otherwise be read instead of the caller's line.)"""
+    last = user = None
     while tb is not None:
-        last, tb = tb, tb.tb_next
-    if last is None:
+        last = tb
+        if not attribution.is_internal(tb.tb_frame.f_code.co_filename):
+            user = tb
+        tb = tb.tb_next
+    chosen = user or last
+    if chosen is None:
         return None, None, None
-    return last.tb_frame, last.tb_lasti, last.tb_lineno
+    return chosen.tb_frame, chosen.tb_lasti, chosen.tb_lineno

@@ -7,7 +7,8 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import attribution, hints
+from pytest_nosync import attribution, hints, step_metrics
+from pytest_nosync.detectors import cuda_sync
 from pytest_nosync.findings import Frame
 
 TORCH_FILE = torch.__file__.replace("__init__.py", "functional.py")
@@ -46,6 +47,16 @@ def test_executing_expression_picks_the_running_call_of_a_line() -> None:
     first, second = len(values), _expression_here()
     assert second[0] == "_expression_here()"
     assert first == 2
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions need Python 3.11")
+def test_an_error_raised_inside_the_plugin_is_read_at_the_callers_expression() -> None:
+    # Error mode reads the raising line's expression to name the sync. Raised inside a wrapper (the emulation's
+    # `torch.tensor`, torch's own Python), the innermost frame says `raise`; the caller's line says what synced.
+    with pytest.raises(ValueError) as raised:
+        step_metrics.parse_tolerances(["host_ms=fast"])
+    expression, _ = attribution.executing_expression(*cuda_sync._innermost(raised.value.__traceback__))
+    assert expression == 'step_metrics.parse_tolerances(["host_ms=fast"])'
 
 
 @pytest.mark.parametrize(
