@@ -13,9 +13,10 @@ import pytest
 
 from pytest_nosync import devices
 
-# Planted in the project's conftest, so the twins' lines are this project's own: the scheduler's `step` of the
-# suite's pipeline is wrapped for the test and restored after it.
-CONFTEST = """
+# A plugin of the project (`-p step_twin`: a plugin's fixtures reach the suite's tests wherever pytest-nosync is
+# installed, a conftest's only the tests below it): the scheduler's `step` of the suite's pipeline is wrapped for the
+# test and restored after it.
+TWIN_PLUGIN = """
 import os
 import time
 
@@ -52,12 +53,12 @@ TOLERANCE = "--nosync-metrics-tolerance=host_ms=100%+10"
 
 
 def _line(marker: str) -> int:
-    return next(i for i, line in enumerate(CONFTEST.splitlines(), start=0) if f"# twin: {marker}" in line)
+    return next(i for i, line in enumerate(TWIN_PLUGIN.splitlines(), start=0) if f"# twin: {marker}" in line)
 
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(step_twin=TWIN_PLUGIN)
     return pytester
 
 
@@ -66,7 +67,7 @@ def _suite(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, twin: str,
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # inherited from an outer -n run: benchmarks would be off
     return project.runpytest_subprocess(
         "-m", "gpu", "--nosync", "--nosync-suite", "--nosync-targets=flux", "-k", "test_step_metrics",
-        "-p", "no:cacheprovider", "-p", "no:randomly", TOLERANCE, *args,
+        "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "step_twin", TOLERANCE, *args,
     )  # fmt: skip
 
 
@@ -87,7 +88,7 @@ def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
     assert ops.ret == pytest.ExitCode.TESTS_FAILED
     ops.stdout.fnmatch_lines(
         [
-            f"*device_ops    conftest.py:{_line('ops')}  — step 1 ×10, step 2 ×10*",
+            f"*device_ops    step_twin.py:{_line('ops')}  — step 1 ×10, step 2 ×10*",
             "*aten.add_.Tensor +10 at this line (step 1: * → * device ops (+10): aten.add_.Tensor +10)*",
         ]
     )
