@@ -54,9 +54,11 @@ class Tolerance:
 
 # Per backend, chosen from the run-to-run spread of the suite's metrics: ten fresh runs of the same commit on an H100
 # and on a 2-core CPU (docs/validation.md, benchmarks/step_metrics_spread.py). Device ops and peak memory did not vary
-# at all; host ms under emulation varied by up to 2.2x (+1.6 ms), its ops being Python.
+# at all; host ms under emulation varied by up to 2.2x (+1.6 ms), its ops being Python. On the H100 host ms varied by
+# up to +64% and device ms by up to +89% (+10.7 ms): the tiny pipelines' steps are launch-bound, so their device time
+# follows the host's. A time gate catches gross regressions; the exact gate is the op count.
 DEFAULT_TOLERANCES: dict[str, dict[str, Tolerance]] = {
-    "cuda": {"host_ms": Tolerance(0.5, 0.5), "device_ms": Tolerance(0.25, 0.1), "peak_memory": Tolerance(0.0)},
+    "cuda": {"host_ms": Tolerance(1.0, 0.5), "device_ms": Tolerance(1.0, 2.0), "peak_memory": Tolerance(0.0)},
     "emulate": {"host_ms": Tolerance(1.0, 3.0), "device_ms": Tolerance(0.25, 0.1), "peak_memory": Tolerance(0.0)},
 }
 _TOLERANCE = re.compile(r"^(\d+(?:\.\d+)?)%(?:\+(\d+(?:\.\d+)?))?$")
