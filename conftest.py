@@ -13,7 +13,11 @@ import torch._inductor.config
 
 from pytest_nosync import devices, emulation
 
-if emulation.unavailable_reason() is None:
+# Installed, the emulation is torch's current accelerator for the rest of the process (pin_memory() pins for it and
+# fails): on a CUDA machine it would change what the CUDA tests run. There the emulated tests run last and the
+# emulation is installed before the first of them; `-m gpu` selects none and never installs it.
+CUDA_HERE = torch.cuda.is_available()
+if not CUDA_HERE and emulation.unavailable_reason() is None:
     emulation.install()  # its registrations (and torch.emu in sys.modules) must predate every pytester snapshot
 
 BACKEND_PARAMS = [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda"), pytest.param("emulate", id="emulate")]
@@ -25,6 +29,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # diffusers checkout walks up from pytest_nosync/suite), and there `pytest_plugins` is refused.
     if not config.pluginmanager.has_plugin("pytester"):
         config.pluginmanager.import_plugin("pytester")
+
+
+def _emulated(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("backend") == "emulate"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if CUDA_HERE:
+        items.sort(key=_emulated)  # stable: each group keeps its order
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before the test's fixtures: outside any pytester snapshot.
+    if CUDA_HERE and _emulated(item) and emulation.unavailable_reason() is None:
+        emulation.install()
 
 
 @pytest.fixture(params=BACKEND_PARAMS)

@@ -3,8 +3,10 @@
 `install()` is idempotent and does, once per process:
   * `torch.utils.rename_privateuse1_backend(DEVICE_TYPE)`: torch allows one rename per process and no
     undo, so this is the one global the plugin leaves behind. The registrations that give the name a
-    meaning (the `torch.emu` module, the hooks and device guard, the kernels) stay with it; they only
-    concern tensors on that device, and nothing else in the process changes behaviour.
+    meaning (the `torch.emu` module, the hooks and device guard, the kernels) stay with it. A renamed
+    PrivateUse1 is also torch's "current accelerator" from then on (`torch.accelerator.current_accelerator()`,
+    the device `pin_memory()` pins for, which fails for this one): on a CUDA machine, CUDA work belongs in a
+    process that never installed the emulation.
   * a `torch.emu` module that says the device is *not* available, so that code choosing "the
     accelerator" (`torch.accelerator.is_available()`) never picks it by itself;
   * a fallback kernel for factories on the device (`torch.zeros(..., device="emu")`) and a `copy_` kernel
