@@ -6,6 +6,8 @@ For each target, a warm tiny pipeline (the execution device of the backend: cuda
 otherwise) is called plain and under each configuration, round after round, so that drift hits every variant
 alike; tiny calls vary ±25% between two plain runs, hence many calls and medians. It runs against an earlier
 checkout of pytest-nosync too (its package first on PYTHONPATH), so before and after are measured alike. Configurations:
+  sync debug mode  torch's own `set_sync_debug_mode("warn")`, warnings recorded, no guard: the floor of a sync check
+                   (CUDA only)
   syncs            the sync check alone (what every suite sync test pays)
   all guard checks syncs + alloc_growth + host_overhead
   on-failure trace syncs with --nosync-trace on-failure (the default) on a passing call
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -64,7 +67,18 @@ def variants(name: str, backend: str, steps: int) -> dict[str, Callable[[], None
     def guarded(options: dict[str, Any]) -> Callable[[], None]:
         return lambda: call(nosync_guard(pipe, backend=backend, denoiser=target.denoiser, **options))
 
-    return {"plain": call, **{label: guarded(options) for label, options in CONFIGURATIONS.items()}}
+    def sync_debug_mode() -> None:
+        previous = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                call()
+            finally:
+                torch.cuda.set_sync_debug_mode(previous)
+
+    floor = {"sync debug mode": sync_debug_mode} if device.type == "cuda" else {}
+    return {"plain": call, **floor, **{label: guarded(options) for label, options in CONFIGURATIONS.items()}}
 
 
 def measure(name: str, backend: str, calls: int, steps: int, rounds: int = 4) -> dict[str, Any]:
