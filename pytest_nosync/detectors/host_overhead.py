@@ -11,7 +11,6 @@ denoiser's modules. Host time per step, and the part outside the denoiser's forw
 from __future__ import annotations
 
 import sys
-import time
 from collections import defaultdict
 from typing import Any
 
@@ -22,12 +21,12 @@ from ..findings import IN_STEP, Finding, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import Detector, StepContext
+from .denoiser_clock import DenoiserClock
 
 HINT = (
     "a module-tree walk in every step: cache what it computes (dtype, device, hook registries) "
     "once, outside the denoising loop"
 )
-DENOISER_REGION = "transformer_forward"
 MIN_TREE = 64  # without a denoiser to compare with, a walk of this many modules is a full walk
 
 
@@ -41,8 +40,7 @@ class HostOverheadDetector(Detector):
         self._patches = Patches()
         self.visits: dict[int, int] = defaultdict(int)
         self.tree_size = 0
-        self.denoiser_ms: dict[int, float] = defaultdict(float)
-        self._region_started: list[float] = []
+        self.denoiser = DenoiserClock()
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
@@ -88,15 +86,7 @@ class HostOverheadDetector(Detector):
                 )
 
     def on_region(self, name: str, entering: bool) -> None:
-        if name != DENOISER_REGION:
-            return
-        if entering:
-            self._region_started.append(time.perf_counter())
-        elif self._region_started:
-            step = self.ctx.current_step
-            elapsed = (time.perf_counter() - self._region_started.pop()) * 1e3
-            if step is not None:
-                self.denoiser_ms[step] += elapsed
+        self.denoiser.on_region(name, entering, self.ctx.current_step)
 
     def threshold(self) -> float:
         return self.max_walk_fraction * self.tree_size if self.tree_size else float(MIN_TREE)
@@ -111,7 +101,7 @@ class HostOverheadDetector(Detector):
 
     def _overhead_ms(self) -> dict[int, float]:
         steps = self.ctx.step_ms.items()
-        return {s: round(ms - self.denoiser_ms.get(s, 0.0), 3) for s, ms in steps if s >= self.warmup_steps}
+        return {s: self.denoiser.outside(s, ms) for s, ms in steps if s >= self.warmup_steps}
 
     def conclude(self, report: Report) -> None:
         report.metrics["module_visits_per_step"] = {str(k): self.visits.get(k, 0) for k in sorted(self.ctx.step_ms)}

@@ -23,8 +23,8 @@ from .. import attribution, devices, source_identity
 from ..findings import Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
+from .denoiser_clock import DenoiserClock
 
-DENOISER_REGION = "transformer_forward"
 NO_STEP = (
     "no denoising step was seen: per-step numbers need steps (a pipeline passed to the guard, `with g.step()`, or "
     "whole_block=True)"
@@ -39,10 +39,9 @@ class StepTimer(Detector):
     def __init__(self, options: GuardOptions) -> None:
         super().__init__(options)
         self.host_ms: dict[int, float] = {}
-        self.denoiser_ms: dict[int, float] = defaultdict(float)
+        self.denoiser = DenoiserClock()
         self.peak_bytes: dict[int, int] = {}
         self._window_start = 0.0
-        self._region_started: list[float] = []
         self._events: dict[int, Any] = {}  # step → CUDA event at the end of its window (-1: the first window's start)
 
     def arm(self, ctx: StepContext) -> None:
@@ -69,15 +68,7 @@ class StepTimer(Detector):
         self._mark(step)
 
     def on_region(self, name: str, entering: bool) -> None:
-        if name != DENOISER_REGION:
-            return
-        if entering:
-            self._region_started.append(time.perf_counter())
-        elif self._region_started:
-            started = self._region_started.pop()
-            step = self.ctx.current_step
-            if step is not None:
-                self.denoiser_ms[step] += (time.perf_counter() - started) * 1e3
+        self.denoiser.on_region(name, entering, self.ctx.current_step)
 
     def _device_ms(self) -> dict[int, float]:
         if not self._events:
@@ -101,7 +92,7 @@ class StepTimer(Detector):
         for step, host in sorted(self.host_ms.items()):
             steps[str(step)] = {
                 "host_ms": round(host, 3),
-                "host_ms_outside_denoiser": round(host - self.denoiser_ms.get(step, 0.0), 3),
+                "host_ms_outside_denoiser": self.denoiser.outside(step, host),
                 "device_ms": round(device_ms[step], 3) if step in device_ms else None,
                 "peak_bytes": self.peak_bytes.get(step, 0),
             }
