@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 
+from .findings import DENOISER_REGION
 from .patching import Patches
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ METHOD_REGIONS = (
     ("vae", "encode", "vae_encode"),
     (None, "encode_prompt", "encode_prompt"),
 )
-DENOISER_REGION = "transformer_forward"
 
 
 class PipelineAnnotations:

@@ -22,6 +22,8 @@ SYNC_KINDS = frozenset({"dtoh_sync", "htod_sync", "device_sync"})
 BEFORE_STEPS = "before_steps"
 IN_STEP = "step"
 AFTER_STEPS = "after_steps"
+# The region the guard opens around each call of the denoiser (the transformer's forward).
+DENOISER_REGION = "transformer_forward"
 
 # What the policy decided about a finding.
 STATUS_FAIL = "fail"  # counts against the test

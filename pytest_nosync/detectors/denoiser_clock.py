@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-DENOISER_REGION = "transformer_forward"  # the region the guard opens around the denoiser's forward
+from ..findings import DENOISER_REGION
 
 
 class DenoiserClock:

@@ -17,7 +17,7 @@ import torch
 
 from .. import attribution
 from ..emulation import cuda_map
-from ..findings import IN_STEP, Finding, Frame, Report
+from ..findings import DENOISER_REGION, IN_STEP, Finding, Frame, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import CannotCheck, Detector, StepContext
@@ -104,7 +104,7 @@ class DynamoDetector(Detector):
                     stack=stack,
                     step=step or 0,
                     phase=IN_STEP,
-                    region="transformer_forward",
+                    region=DENOISER_REGION,
                     hint=BREAK_HINT,
                     detail=str(reason.reason).strip().splitlines()[0][:300],
                     source=self.name,

@@ -29,11 +29,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..findings import IN_STEP
+from ..findings import DENOISER_REGION, IN_STEP
 from . import classify
 from .trace import REGION_RANGE_PREFIX, Event, PyFrame, Trace, phase_at, profiler_stop_sync, sync_events
 
-DENOISER_REGION = "transformer_forward"
 NO_REGION = "loop"  # inside a step, outside every annotated region
 TOP = 3  # gaps and hotspots kept per step
 TOP_OVERALL = 5

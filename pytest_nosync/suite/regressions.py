@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from ..findings import STATUS_FAIL, Report
+from ..findings import DENOISER_REGION, STATUS_FAIL, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import ERROR
@@ -203,7 +203,7 @@ def cache_context_cost(model: Any, repeats: int = 50) -> dict[str, float]:
 
 def from_denoiser_after_first_step(report: Report) -> Report:
     """Keep the syncs inside the denoiser from the second step on: what a cached value avoids."""
-    return _keep(report, lambda f: f.region == "transformer_forward" and (f.step or 0) >= 1)
+    return _keep(report, lambda f: f.region == DENOISER_REGION and (f.step or 0) >= 1)
 
 
 def modulate_index_case(pipe: Any, call_kwargs: Kwargs, options: GuardOptions | None = None, **report: str) -> Report:
