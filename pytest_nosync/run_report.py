@@ -37,7 +37,7 @@ def environment(backend: str = "") -> dict[str, Any]:
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str subclass that xdist's transport (execnet) cannot send
         "cuda": torch.version.cuda,
         "diffusers": diffusers,
         "device": device or "cpu",

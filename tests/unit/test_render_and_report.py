@@ -62,6 +62,14 @@ def test_github_annotations_only_for_failing_findings_in_the_repo(tmp_path) -> N
     ]
 
 
+def test_environment_travels_between_xdist_processes() -> None:
+    """A worker sends its reports (step metrics carry the environment) through execnet, which refuses str subclasses
+    such as torch's TorchVersion: the run stopped with an INTERNALERROR under -n."""
+    execnet = pytest.importorskip("execnet", reason="execnet comes with pytest-xdist")
+    env = run_report.environment("emulate")
+    assert execnet.loads(execnet.dumps(env)) == env
+
+
 def test_json_document_round_trips(tmp_path) -> None:
     report = _report(str(tmp_path))
     path = tmp_path / "out" / "report.json"
