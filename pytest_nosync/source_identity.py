@@ -30,6 +30,8 @@ class Identity:
 def normalize(line: str) -> str:
     """The source text of a line without its comment, its indentation or runs of spaces."""
     text = line.strip()
+    if "#" not in text:  # no comment possible: tokenizing (the costly part of indexing a file) is not needed
+        return " ".join(text.split())
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
     except (tokenize.TokenError, IndentationError, SyntaxError):
@@ -63,8 +65,17 @@ def locate_file(inside: str) -> str | None:
 
 @dataclass(frozen=True)
 class _Index:
-    lines: tuple[str, ...]  # normalized, 1-based through lines[n - 1]
+    raw: tuple[str, ...]  # the file's lines, 1-based through raw[n - 1]
     functions: tuple[tuple[int, int, str], ...]  # (first line, last line, qualified name), outer before inner
+
+    def code(self, line: int) -> str:
+        """Line `line` normalized; only the lines a lookup reads are (most of a file never is)."""
+        return _normalized(self.raw[line - 1])
+
+
+@functools.lru_cache(maxsize=65536)
+def _normalized(line: str) -> str:
+    return normalize(line)
 
 
 @functools.lru_cache(maxsize=128)
@@ -72,19 +83,23 @@ def _index(filename: str, mtime: float) -> _Index:
     source = Path(filename).read_text(encoding="utf-8")  # keyed by mtime: a file changed on disk is read again
     functions: list[tuple[int, int, str]] = []
 
-    def visit(node: ast.AST, prefix: str) -> None:
-        for child in ast.iter_child_nodes(node):
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        # Definitions sit only in statement bodies: expressions are not walked (most of a file's nodes).
+        for child in body:
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 name = f"{prefix}{child.name}"
                 if not isinstance(child, ast.ClassDef):
                     functions.append((child.lineno, child.end_lineno or child.lineno, name))
-                visit(child, name + ".")
-            else:
-                visit(child, prefix)
+                visit(child.body, name + ".")
+                continue
+            for field in ("body", "orelse", "finalbody"):  # if/for/while/with/try bodies
+                visit(getattr(child, field, None) or [], prefix)
+            for clause in (*(getattr(child, "handlers", None) or ()), *(getattr(child, "cases", None) or ())):
+                visit(clause.body, prefix)  # except clauses, match cases
 
     with contextlib.suppress(SyntaxError):
-        visit(ast.parse(source), "")
-    return _Index(tuple(normalize(line) for line in source.splitlines()), tuple(functions))
+        visit(ast.parse(source).body, "")
+    return _Index(tuple(source.splitlines()), tuple(functions))
 
 
 def _load(filename: str) -> _Index | None:
@@ -96,7 +111,7 @@ def _load(filename: str) -> _Index | None:
 
 def _function_at(index: _Index, line: int) -> tuple[str, int, int]:
     """(qualified name, first line, last line) of the innermost function enclosing `line`."""
-    best = ("<module>", 1, len(index.lines))
+    best = ("<module>", 1, len(index.raw))
     for first, last, name in index.functions:
         if first <= line <= last and (best[0] == "<module>" or first >= best[1]):
             best = (name, first, last)
@@ -106,11 +121,11 @@ def _function_at(index: _Index, line: int) -> tuple[str, int, int]:
 def identify(filename: str, line: int) -> Identity | None:
     """The identity of `filename:line`, or None when the file cannot be read there."""
     index = _load(filename)
-    if index is None or not 1 <= line <= len(index.lines):
+    if index is None or not 1 <= line <= len(index.raw):
         return None
     function, first, _ = _function_at(index, line)
-    code = index.lines[line - 1]
-    occurrence = sum(1 for n in range(first, line) if index.lines[n - 1] == code)
+    code = index.code(line)
+    occurrence = sum(1 for n in range(first, line) if index.code(n) == code)
     return Identity(package_path(filename), function, code, occurrence, line)
 
 
@@ -121,8 +136,8 @@ def find(filename: str, function: str, code: str, occurrence: int | None) -> int
         return None
     ranges = [(first, last) for first, last, name in index.functions if name == function]
     if function == "<module>":
-        ranges = [(1, len(index.lines))]
-    found = [n for first, last in ranges for n in range(first, last + 1) if index.lines[n - 1] == code]
+        ranges = [(1, len(index.raw))]
+    found = [n for first, last in ranges for n in range(first, last + 1) if index.code(n) == code]
     if not found:
         return None
     if occurrence is None:
