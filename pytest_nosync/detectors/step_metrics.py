@@ -118,8 +118,8 @@ class OpCounter(Detector):
 
     def __init__(self, options: GuardOptions) -> None:
         super().__init__(options)
-        self.ops: dict[int, Counter[str]] = defaultdict(Counter)
-        self.sites: dict[int, Counter[tuple[str, str]]] = defaultdict(Counter)  # step → (op, file:line) → count
+        # step → (op, code, line) → count; names and places are formatted once, in conclude (this runs per op)
+        self.sites: dict[int, Counter[tuple[Any, Any, int]]] = defaultdict(Counter)
         self._internal: dict[Any, bool] = {}
         self._mode: _Counting | None = None
         self._steps = 0
@@ -158,13 +158,13 @@ class OpCounter(Detector):
         step = ctx.effective_step
         if step is None or not ctx.observing:
             return
-        if not (self._on_device(args) or (kwargs and self._on_device(tuple(kwargs.values()))) or self._on_device(out)):
+        if not (self._on_device(out) or self._on_device(args) or (kwargs and self._on_device(tuple(kwargs.values())))):
             return
-        name = str(func)
-        self.ops[step][name] += 1
-        self.sites[step][(name, self._site())] += 1
+        code, line = self._site()
+        self.sites[step][(func, code, line)] += 1
 
-    def _site(self) -> str:
+    def _site(self) -> tuple[Any, int]:
+        """(code object, line) of the innermost frame outside torch and this plugin."""
         frame = sys._getframe(1)  # this plugin's frames are skipped like torch's
         internal = self._internal
         while frame is not None:
@@ -173,21 +173,28 @@ class OpCounter(Detector):
             if flag is None:
                 flag = internal[code] = attribution.is_internal(code.co_filename)
             if not flag:
-                return f"{code.co_filename}:{frame.f_lineno}"
+                return code, frame.f_lineno
             frame = frame.f_back
-        return "<unknown>:0"
+        return None, 0
 
     def conclude(self, report: Report) -> None:
         steps = range(report.steps)  # work after the last step (decoding) is not a step's
-        report.metrics["device_ops"] = {
-            str(step): {
-                "total": sum(self.ops[step].values()),
-                "ops": dict(sorted(self.ops[step].items())),
-                "sites": _portable_sites(self.sites[step]),
+        out = {}
+        for step in steps:
+            if step not in self.sites:
+                continue
+            ops: Counter[str] = Counter()
+            sites: Counter[tuple[str, str]] = Counter()  # (op, file:line) → count
+            for (func, code, line), count in self.sites[step].items():
+                name = str(func)
+                ops[name] += count
+                sites[(name, f"{code.co_filename}:{line}" if code is not None else "<unknown>:0")] += count
+            out[str(step)] = {
+                "total": sum(ops.values()),
+                "ops": dict(sorted(ops.items())),
+                "sites": _portable_sites(sites),
             }
-            for step in steps
-            if step in self.ops
-        }
+        report.metrics["device_ops"] = out
 
 
 def _portable_sites(sites: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
