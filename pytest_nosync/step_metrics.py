@@ -64,6 +64,16 @@ DEFAULT_TOLERANCES: dict[str, dict[str, Tolerance]] = {
 _TOLERANCE = re.compile(r"^(\d+(?:\.\d+)?)%(?:\+(\d+(?:\.\d+)?))?$")
 
 
+# Timed calls per test_step_metrics. On a GPU the timed calls are cheap beside the counting call and times are the
+# noisy part; under emulation every op already runs through Python, ops and peak memory are exact and host ms is a
+# coarse gate (100% + 3 ms), so one call that times and counts is enough (the suite's cost: docs/validation.md).
+DEFAULT_ROUNDS = {"cuda": 3, "emulate": 1}
+
+
+def default_rounds(backend: str) -> int:
+    return DEFAULT_ROUNDS.get(backend, DEFAULT_ROUNDS["cuda"])
+
+
 def default_tolerances(backend: str) -> dict[str, Tolerance]:
     return dict(DEFAULT_TOLERANCES.get(backend, DEFAULT_TOLERANCES["cuda"]))
 

@@ -29,6 +29,7 @@ from ..guard_options import GuardOptions, split_options
 from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
+from ..step_metrics import default_rounds
 from ..suite.checks import dynamo_device, run_check
 from ..suite.step_metrics import loop_place, measure
 from ..suite.targets.base import CallContext, Target
@@ -286,8 +287,9 @@ def nosync_step_metrics(
     def run(benchmark: Any) -> Report:
         settings = table.of(request.config)
         options = guard_options(request.node, "step_metrics", nosync_target.name, denoiser=nosync_target.denoiser)
+        rounds = settings.metrics_rounds or default_rounds(options.backend)
         report = measure(
-            pipe, call_kwargs, options, steps=max(ctx.steps, 3), rounds=settings.metrics_rounds,
+            pipe, call_kwargs, options, steps=max(ctx.steps, 3), rounds=rounds,
             repeat=benchmark_repeat(benchmark), test_id=request.node.nodeid, target=nosync_target.name,
         )  # fmt: skip
         if "step_metrics" in report.metrics:

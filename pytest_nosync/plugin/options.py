@@ -234,7 +234,7 @@ TABLE: tuple[Option, ...] = (
            "bytes; defaults per backend, see the README); device ops are compared exactly; repeatable", tolerances,
            "list", default={}),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
-           "median)", whole_number(1), default=3),
+           "median; default 3 on a GPU, 1 under emulation)", whole_number(1), default=None),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False, default=False),
 )  # fmt: skip
@@ -263,7 +263,7 @@ class Settings:
     trace: TraceConfig = field(default_factory=TraceConfig)
     trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
     metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # over the backend's defaults
-    metrics_rounds: int = 3
+    metrics_rounds: int | None = None  # None: the backend's default (step_metrics.default_rounds)
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)

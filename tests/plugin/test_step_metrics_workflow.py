@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_nosync import devices
+from pytest_nosync.step_metrics import default_rounds
 
 # A plugin of the project (`-p step_twin`: a plugin's fixtures reach the suite's tests wherever pytest-nosync is
 # installed, a conftest's only the tests below it): the scheduler's `step` of the suite's pipeline is wrapped for the
@@ -83,6 +84,7 @@ def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
     assert saved.ret == pytest.ExitCode.OK, saved.stdout.str()[-3000:]
     numbers = json.loads(_saved(project).read_text())["benchmarks"][0]["extra_info"]["nosync"]
     assert numbers["target"] == "flux" and set(numbers["steps"]) == {"1", "2"}
+    assert numbers["rounds"] == default_rounds(numbers["backend"])  # 3 timed calls on a GPU, 1 that also counts if not
 
     ops = _suite(project, monkeypatch, "ops", "--benchmark-compare=0001")
     assert ops.ret == pytest.ExitCode.TESTS_FAILED
