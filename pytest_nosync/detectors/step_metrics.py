@@ -1,6 +1,7 @@
 """What one denoising step costs, as numbers to compare between two commits (pytest_nosync.step_metrics judges).
 
-Two checks, two detectors, because counting ops inflates the times of the call it counts in:
+Two checks, two detectors, because counting ops inflates the times of the call it counts in (on a GPU the suite
+runs them in separate calls; under emulation, where every op is Python already, in one):
   step_metrics  host ms of each step and the part outside the denoiser's forward, device ms (CUDA events; a GPU
                 only) and the peak of device memory allocated during the step;
   device_ops    the aten ops each step ran on the device, by op name and by the source line that issued them.
