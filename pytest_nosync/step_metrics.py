@@ -75,6 +75,12 @@ def default_rounds(backend: str) -> int:
     return DEFAULT_ROUNDS.get(backend, DEFAULT_ROUNDS["cuda"])
 
 
+def counts_when_timed(backend: str) -> bool:
+    """Whether the timed calls also count the ops (no counting call of its own): only where counting costs little
+    beside what every op already costs, under emulation."""
+    return backend != "cuda"
+
+
 def default_tolerances(backend: str) -> dict[str, Tolerance]:
     return dict(DEFAULT_TOLERANCES.get(backend, DEFAULT_TOLERANCES["cuda"]))
 

@@ -50,8 +50,8 @@ def measure(
     except Exception as exc:
         return error_report(exc, options, **names)
     timed: list[Report] = []
-    counts_when_timed = options.backend != "cuda"
-    timing = replace(options, checks=("step_metrics", "device_ops") if counts_when_timed else ("step_metrics",))
+    counts_too = step_metrics.counts_when_timed(options.backend)
+    timing = replace(options, checks=("step_metrics", "device_ops") if counts_too else ("step_metrics",))
 
     def timed_call() -> None:
         timed.append(guarded_call(pipe, lambda: call_kwargs(steps), timing, **names))
@@ -59,7 +59,7 @@ def measure(
     repeat(timed_call, rounds)
     if not timed:  # a repeat that ran nothing
         timed_call()
-    if counts_when_timed:
+    if counts_too:
         counted = timed[-1]
     else:
         counted = guarded_call(pipe, lambda: call_kwargs(steps), replace(options, checks=("device_ops",)), **names)
