@@ -135,6 +135,29 @@ def test_the_clean_twin_compiles_once_and_passes(checks, backend: str, device: t
     assert report.metrics["compiles_per_step"] == {"0": 1}
 
 
+def test_two_input_shapes_in_the_first_step_are_two_graphs_and_no_break(backend: str, device: torch.device) -> None:
+    """True CFG with a negative prompt shorter than the prompt: two calls of other shapes in each step, two graphs
+    compiled in the first, none later; no graph break, and the break count says so."""
+    where = dynamo_device(device)
+    module = Clean().to(where)
+    pipe = SimpleNamespace(transformer=module)
+    with torch.no_grad(), nosync_guard(pipe, checks=("graph_breaks",), backend=backend) as g:
+        for step in range(3):
+            with g.step():
+                module(torch.randn(2, 8, device=where) + step)  # the prompt's batch
+                module(torch.randn(1, 8, device=where) + step)  # the negative's, of another size
+    report = g.report
+    assert report.passed and report.findings == [], report.findings
+    assert report.metrics["compiles_per_step"] == {"0": 2}
+    assert (report.metrics["graph_count"], report.metrics["graph_break_count"]) == (2, 0)
+
+
+def test_the_break_count_is_the_breaks(backend: str, device: torch.device) -> None:
+    where = dynamo_device(device)
+    report = _guarded(Printing().to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
+    assert report.metrics["graph_break_count"] == len(report.of_kind("graph_break")) == 1
+
+
 def test_on_the_emulated_device_the_check_says_it_did_not_run(device: torch.device) -> None:
     if device.type != "emu":
         pytest.skip("the emulated device only")
