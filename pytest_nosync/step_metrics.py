@@ -4,7 +4,8 @@ The numbers come from the `step_metrics` and `device_ops` detectors (pytest_nosy
 by pytest_nosync.suite.step_metrics over several timed calls and one counting call, and are stored by the plugin in
 pytest-benchmark's `extra_info`. Judging:
   device ops    exact: more ops in a step than the saved run fails, naming the ops added and the lines that issued
-                them (sites are matched by function and source text, so a line that only moved is the same site);
+                them (sites are matched by function and source text, so a line that only moved is the same site;
+                the files are read for that only when a run is saved or a step has more ops);
   times         host ms outside the denoiser and device ms per steady step (the mean over the steady steps), failing
                 above the saved value by more than a tolerance, a relative part and a floor in the metric's unit;
   peak memory   per steady step, with a tolerance (default: exact; the figure is deterministic).
@@ -14,12 +15,14 @@ the emulation's dispatch, times differ by nature): `NotComparable` says so.
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import source_identity
 from .findings import IN_STEP, Finding
 
 SCHEMA = 1
@@ -199,6 +202,33 @@ def compare(
     return out
 
 
+def identify_sites(numbers: dict[str, Any]) -> dict[str, Any]:
+    """`numbers` (from `combine`) with each site's identity filled in (function, source text, occurrence; see
+    pytest_nosync.source_identity), read from the files of this environment: before the numbers are saved, so
+    that a later comparison matches a line that only moved. Sites already identified are kept as they are."""
+    for entry in numbers.get("steps", {}).values():
+        entry["sites"] = _identified(entry.get("sites", ()))
+    return numbers
+
+
+def _identified(sites: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for site in sites:
+        if "code" not in site:
+            inside, _, line = site["where"].rpartition(":")
+            filename = inside if os.path.isabs(inside) else source_identity.locate_file(inside)
+            identity = source_identity.identify(filename, int(line)) if filename and line.isdigit() else None
+            site = {
+                "where": site["where"],
+                "function": identity.function if identity else "",
+                "code": identity.code if identity else "",
+                "occurrence": identity.occurrence if identity else 0,
+                "ops": site["ops"],
+            }
+        out.append(dict(site))
+    return out
+
+
 def _site_key(site: Mapping[str, Any]) -> tuple:
     """A site across checkouts and edits: its file inside the package, function, code and occurrence; the line
     number only when the source text is unknown."""
@@ -217,10 +247,14 @@ def _compare_ops(out: Comparison, step: int, before: Mapping[str, Any], after: M
     ops_added = {op: n - before["ops"].get(op, 0) for op, n in after["ops"].items() if n > before["ops"].get(op, 0)}
     listed = ", ".join(f"{op} +{n}" for op, n in sorted(ops_added.items(), key=lambda kv: -kv[1]))
     headline = f"step {step}: {total_before} → {total_after} device ops (+{total_after - total_before}): {listed}"
-    saved_sites = {_site_key(s): s for s in before.get("sites", ())}
+    saved = list(before.get("sites", ()))
+    by_identity = all("code" in s for s in saved)  # a saved run without identities is matched by place
+    key = _site_key if by_identity else (lambda s: (s["where"],))
+    saved_sites = {key(s): s for s in saved}
     found = False
-    for site in after.get("sites", ()):
-        old = saved_sites.get(_site_key(site), {}).get("ops", {})
+    current = _identified(after.get("sites", ())) if by_identity else after.get("sites", ())  # only now: costly
+    for site in current:
+        old = saved_sites.get(key(site), {}).get("ops", {})
         added = {op: n - old.get(op, 0) for op, n in site["ops"].items() if n > old.get(op, 0)}
         if not added:
             continue

@@ -199,26 +199,15 @@ class OpCounter(Detector):
 
 
 def _portable_sites(sites: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
-    """Each issuing line as its place inside its package and its identity (function, code, occurrence): the same
-    line in another checkout, or after an edit above it moved it, is the same site."""
+    """Each issuing line as its place inside its package: the same line in another checkout is the same place. Its
+    identity (function, source text, occurrence), which survives edits above it, is added by
+    pytest_nosync.step_metrics.identify_sites when the numbers are saved or a comparison needs it: it parses each
+    file, most of what counting cost."""
     by_where: dict[str, Counter[str]] = defaultdict(Counter)
     for (op, where), count in sites.items():
-        by_where[where][op] += count
-    out = []
-    for where, ops in sorted(by_where.items()):
         filename, _, line = where.rpartition(":")
-        identity = source_identity.identify(filename, int(line)) if line.isdigit() else None
-        place = f"{source_identity.package_path(filename)}:{line}"
-        out.append(
-            {
-                "where": place,
-                "function": identity.function if identity else "",
-                "code": identity.code if identity else "",
-                "occurrence": identity.occurrence if identity else 0,
-                "ops": dict(sorted(ops.items())),
-            }
-        )
-    return out
+        by_where[f"{source_identity.package_path(filename)}:{line}"][op] += count
+    return [{"where": where, "ops": dict(sorted(ops.items()))} for where, ops in sorted(by_where.items())]
 
 
 def detectors(options: GuardOptions) -> list[Detector]:

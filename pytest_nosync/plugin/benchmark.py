@@ -51,6 +51,13 @@ def saved_for(config: pytest.Config, name: str, target: str) -> tuple[str, Mappi
     return None
 
 
+def saving(config: pytest.Config) -> bool:
+    """Whether pytest-benchmark writes this run's benchmarks (--benchmark-save/-autosave/-json): their step metrics
+    then need their sites' identities (pytest_nosync.step_metrics.identify_sites) for a later comparison."""
+    session = _session(config)
+    return bool(session is not None and not session.disabled and (session.save or session.autosave or session.json))
+
+
 def check_usage(config: pytest.Config, settings: Settings) -> None:
     """Before the run: a save that would store nothing, and saved numbers from another backend, are usage errors."""
     session = _session(config)

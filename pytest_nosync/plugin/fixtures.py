@@ -29,12 +29,12 @@ from ..guard_options import GuardOptions, split_options
 from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
-from ..step_metrics import default_rounds
+from ..step_metrics import default_rounds, identify_sites
 from ..suite.checks import dynamo_device, run_check
 from ..suite.step_metrics import loop_place, measure
 from ..suite.targets.base import CallContext, Target
 from . import options as table
-from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics
+from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
 from .session import BASELINE, ITEM_REPORTS, add_report
 
 SUITE_DIR = Path(__file__).parent.parent / "suite"
@@ -293,6 +293,8 @@ def nosync_step_metrics(
             repeat=benchmark_repeat(benchmark), test_id=request.node.nodeid, target=nosync_target.name,
         )  # fmt: skip
         if "step_metrics" in report.metrics:
+            if saving(request.config):
+                identify_sites(report.metrics["step_metrics"])
             benchmark.extra_info[EXTRA_KEY] = report.metrics["step_metrics"]
         return judge_step_metrics(report, request.config, settings, options, request.node.name, loop_place(pipe))
 

@@ -85,6 +85,8 @@ def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
     numbers = json.loads(_saved(project).read_text())["benchmarks"][0]["extra_info"]["nosync"]
     assert numbers["target"] == "flux" and set(numbers["steps"]) == {"1", "2"}
     assert numbers["rounds"] == default_rounds(numbers["backend"])  # 3 timed calls on a GPU, 1 that also counts if not
+    sites = [site for step in numbers["steps"].values() for site in step["sites"]]
+    assert sites and all(site["code"] and site["function"] for site in sites)  # saved: identified for comparisons
 
     ops = _suite(project, monkeypatch, "ops", "--benchmark-compare=0001")
     assert ops.ret == pytest.ExitCode.TESTS_FAILED

@@ -60,6 +60,51 @@ def test_a_line_that_only_moved_is_the_same_site() -> None:
     assert compare(numbers(line=300), numbers(line=310), where=LOOP).findings == []
 
 
+SCHEDULER = """\
+class S:
+    def step(self, a, b):
+        x = a * b
+        return x
+"""
+
+
+def _unidentified(numbers_: dict, where: str) -> dict:
+    for step in numbers_["steps"].values():
+        step["sites"] = [{"where": where, "ops": site["ops"]} for site in step["sites"]]
+    return numbers_
+
+
+def test_sites_are_identified_from_the_files_only_when_a_step_has_more_ops(tmp_path) -> None:
+    """The counting detector gives sites by place; a comparison that finds more ops identifies them then, so that
+    a line moved by an edit above it is still the site the saved run knows."""
+    edited = tmp_path / "s.py"
+    edited.write_text("import torch\n\n" + SCHEDULER)  # the saved run's line 3 is line 5 now
+    saved = numbers(mul=10, line=3)
+    for step in saved["steps"].values():
+        step["sites"] = [{**s, "where": f"{edited}:3", "function": "S.step"} for s in step["sites"]]
+    same = _unidentified(numbers(mul=10), f"{edited}:5")
+    assert compare(saved, same, where=LOOP).findings == []
+    assert all("code" not in s for step in same["steps"].values() for s in step["sites"])  # nothing to identify
+    more = _unidentified(numbers(mul=20), f"{edited}:5")
+    found = compare(saved, more, where=LOOP).findings
+    assert [(f.where, f.step, f.count) for f in found] == [(f"{edited}:5", 1, 10), (f"{edited}:5", 2, 10)]
+
+
+def test_identify_sites_reads_function_code_and_occurrence(tmp_path) -> None:
+    source = tmp_path / "s.py"
+    source.write_text(SCHEDULER)
+    got = step_metrics.identify_sites(_unidentified(numbers(), f"{source}:3"))
+    (site,) = got["steps"]["1"]["sites"]
+    assert (site["function"], site["code"], site["occurrence"]) == ("S.step", "x = a * b", 0)
+    assert step_metrics.identify_sites(copy.deepcopy(got)) == got  # identified sites are kept as they are
+
+
+def test_a_saved_run_without_identities_is_matched_by_place() -> None:
+    saved = _unidentified(numbers(mul=10), "diffusers/schedulers/s.py:300")
+    found = compare(saved, _unidentified(numbers(mul=20), "diffusers/schedulers/s.py:300"), where=LOOP).findings
+    assert [(f.where, f.count) for f in found] == [("diffusers/schedulers/s.py:300", 10)] * 2
+
+
 def test_fewer_ops_and_less_memory_are_wins() -> None:
     comparison = compare(numbers(mul=20, peak=2000), numbers(mul=10, peak=1000), where=LOOP)
     assert comparison.findings == []
