@@ -27,10 +27,6 @@ class Target:
     `pipeline_class(**components)` accepts. `call_kwargs(pipe, ctx)` returns the kwargs of a realistic
     call (CFG on where the real pipeline uses it); it reads sizes from `pipe`'s configs, so the same
     function drives the tiny pipeline and a real checkpoint. Neither knows anything of detection.
-
-    Tiny denoisers have one block of each kind: one block runs all of the blocks' code, and every further
-    identical block is traced again by the graph check (dynamo unrolls the loop over blocks), the suite's
-    costliest part, while adding no code path to check.
     """
 
     name: str

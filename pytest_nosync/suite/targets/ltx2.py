@@ -139,7 +139,7 @@ def build_components() -> dict[str, Any]:
         audio_num_attention_heads=2,
         audio_attention_head_dim=4,
         audio_cross_attention_dim=8,  # = audio heads x head_dim
-        num_layers=1,  # one block: see Target (targets/base.py)
+        num_layers=2,
         qk_norm="rms_norm_across_heads",
         caption_channels=TEXT_HIDDEN,
         rope_double_precision=True,

@@ -33,7 +33,7 @@ def _components(zero_cond_t: bool) -> dict[str, Any]:
         patch_size=2,
         in_channels=16,  # 4 latent channels, packed 2x2
         out_channels=4,
-        num_layers=1,  # one block: see Target (targets/base.py)
+        num_layers=2,
         attention_head_dim=16,
         num_attention_heads=2,
         joint_attention_dim=32,

@@ -30,7 +30,7 @@ def build_components() -> dict[str, Any]:
         text_dim=32,
         freq_dim=32,
         ffn_dim=32,
-        num_layers=1,  # one block: see Target (targets/base.py)
+        num_layers=2,
         cross_attn_norm=True,
         qk_norm="rms_norm_across_heads",
         rope_max_seq_len=32,
