@@ -248,13 +248,13 @@ def _compare_ops(out: Comparison, step: int, before: Mapping[str, Any], after: M
     listed = ", ".join(f"{op} +{n}" for op, n in sorted(ops_added.items(), key=lambda kv: -kv[1]))
     headline = f"step {step}: {total_before} → {total_after} device ops (+{total_after - total_before}): {listed}"
     saved = list(before.get("sites", ()))
-    by_identity = all("code" in s for s in saved)  # a saved run without identities is matched by place
-    key = _site_key if by_identity else (lambda s: (s["where"],))
-    saved_sites = {key(s): s for s in saved}
+    saved_sites = {_site_key(s): s for s in saved}
     found = False
-    current = _identified(after.get("sites", ())) if by_identity else after.get("sites", ())  # only now: costly
+    # Identified only now that a step has more ops (it reads the files), and only to match a saved run that has
+    # identities: without them both sides are matched by place.
+    current = _identified(after.get("sites", ())) if all("code" in s for s in saved) else after.get("sites", ())
     for site in current:
-        old = saved_sites.get(key(site), {}).get("ops", {})
+        old = saved_sites.get(_site_key(site), {}).get("ops", {})
         added = {op: n - old.get(op, 0) for op, n in site["ops"].items() if n > old.get(op, 0)}
         if not added:
             continue

@@ -205,9 +205,12 @@ def _portable_sites(sites: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
     file, most of what counting cost."""
     by_where: dict[str, Counter[str]] = defaultdict(Counter)
     for (op, where), count in sites.items():
+        by_where[where][op] += count
+    out = []
+    for where, ops in by_where.items():
         filename, _, line = where.rpartition(":")
-        by_where[f"{source_identity.package_path(filename)}:{line}"][op] += count
-    return [{"where": where, "ops": dict(sorted(ops.items()))} for where, ops in sorted(by_where.items())]
+        out.append({"where": f"{source_identity.package_path(filename)}:{line}", "ops": dict(sorted(ops.items()))})
+    return sorted(out, key=lambda site: site["where"])
 
 
 def detectors(options: GuardOptions) -> list[Detector]:
