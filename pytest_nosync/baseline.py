@@ -369,8 +369,7 @@ def migrate(baseline: Baseline) -> tuple[list[Entry], list[str]]:
             continue
         pattern, _, line = entry.where.rpartition(":")
         inside = pattern.lstrip("*/")
-        filename = source_identity.locate_file(inside)
-        found = source_identity.identify(filename, int(line)) if filename and line.isdigit() else None
+        found = source_identity.identify_place(f"{inside}:{line}")
         if found is None or not found.code:
             said.append(f"#{i} {entry.where}: kept by line (the installed file has no such line)")
             out.append(entry)

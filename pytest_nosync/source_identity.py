@@ -118,6 +118,14 @@ def _function_at(index: _Index, line: int) -> tuple[str, int, int]:
     return best
 
 
+def identify_place(place: str) -> Identity | None:
+    """The identity of `place` (`file:line`, the file inside its package or absolute) in this environment's files,
+    or None when it cannot be read there."""
+    inside, _, line = place.rpartition(":")
+    filename = inside if os.path.isabs(inside) else locate_file(inside)
+    return identify(filename, int(line)) if filename and line.isdigit() else None
+
+
 def identify(filename: str, line: int) -> Identity | None:
     """The identity of `filename:line`, or None when the file cannot be read there."""
     index = _load(filename)

@@ -15,7 +15,6 @@ the emulation's dispatch, times differ by nature): `NotComparable` says so.
 
 from __future__ import annotations
 
-import os
 import re
 import statistics
 from collections.abc import Iterable, Mapping
@@ -215,9 +214,7 @@ def _identified(sites: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for site in sites:
         if "code" not in site:
-            inside, _, line = site["where"].rpartition(":")
-            filename = inside if os.path.isabs(inside) else source_identity.locate_file(inside)
-            identity = source_identity.identify(filename, int(line)) if filename and line.isdigit() else None
+            identity = source_identity.identify_place(site["where"])
             site = {
                 "where": site["where"],
                 "function": identity.function if identity else "",
