@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import diffusers.schedulers.scheduling_unipc_multistep as unipc
 import pytest
 
-from pytest_nosync.baseline import SCHEMA, Baseline, BaselineError, Entry, default_range, entries_from
+from pytest_nosync.baseline import SCHEMA, Baseline, BaselineError, Entry, default_range, entries_from, migrate
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.run_report import diffusers_version
 
@@ -169,3 +171,20 @@ def test_entries_from_a_run_are_portable() -> None:
         "htod_sync",
         ">=0.42",
     )
+
+
+def test_migrate_rewrites_a_line_entry_by_the_identity_of_the_installed_line() -> None:
+    where = "*/diffusers/schedulers/scheduling_unipc_multistep.py"
+    line = next(
+        i for i, text in enumerate(Path(unipc.__file__).read_text().splitlines(), 1) if "self.sigmas[si]" in text
+    )
+    old = Entry(reason="r", kind="htod_sync", where=f"{where}:{line}")
+    missing = Entry(reason="r", kind="htod_sync", where=f"{where}:999999")
+    (moved, kept), said = migrate(Baseline(entries=[old, missing]))
+    assert (moved.file, moved.function, moved.line) == (
+        "diffusers/schedulers/scheduling_unipc_multistep.py",
+        "UniPCMultistepScheduler.multistep_uni_p_bh_update",
+        line,
+    )
+    assert "self.sigmas[si]" in moved.code and moved.where == ""
+    assert kept == missing and "kept by line" in said[1]
