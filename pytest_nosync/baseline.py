@@ -136,6 +136,20 @@ class Review:
         return self.status in ("stale", "fixed")
 
 
+@dataclass(frozen=True)
+class ScopedMatcher:
+    """The baseline entries in one test's scope, as its KnownMatcher. Data, not a closure: it travels with the
+    test's GuardOptions to a helper process (suite.graph_workers)."""
+
+    scoped: tuple[tuple[int, Entry], ...]
+
+    def __call__(self, finding: Finding) -> str | None:
+        for i, entry in self.scoped:
+            if entry.matches(finding):
+                return f"baseline #{i}: {entry.reason}" + (f" ({entry.upstream})" if entry.upstream else "")
+        return None
+
+
 @dataclass
 class Baseline:
     entries: list[Entry]
@@ -175,17 +189,11 @@ class Baseline:
             line += f"; {self.legacy} match by line number only (python -m pytest_nosync baseline migrate)"
         return line
 
-    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = ""):
+    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = ""
+                ) -> ScopedMatcher:  # fmt: skip
         """A policy KnownMatcher for one test: the note of the first entry a finding matches."""
         scoped = [(i, e) for i, e in self.applying(diffusers_version) if e.in_scope(test_id, target, check, backend)]
-
-        def known(finding: Finding) -> str | None:
-            for i, entry in scoped:
-                if entry.matches(finding):
-                    return f"baseline #{i}: {entry.reason}" + (f" ({entry.upstream})" if entry.upstream else "")
-            return None
-
-        return known
+        return ScopedMatcher(tuple(scoped))
 
     def review(self, reports: Iterable[Report], diffusers_version: str | None) -> list[Review]:
         """Entries whose scope ran: the ones that matched nothing (stale or fixed), and the ones that moved."""
