@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .. import devices
-from . import options, usage, xdist
+from . import graph_helpers, options, usage, xdist
 from .fixtures import add_suite_to_args, generate_target_params, marker_values
 from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
 from .fixtures import nosync_call_context as nosync_call_context
@@ -52,6 +52,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller and config.pluginmanager.hasplugin("xdist"):
         xdist.check_worker_count(config)
     config.pluginmanager.register(NosyncSession(config, settings), "nosync-session")
+    if graph_helpers.wanted(config):
+        config.pluginmanager.register(graph_helpers.GraphHelperRun(config), "nosync-graph-helpers")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer (the CPU count)

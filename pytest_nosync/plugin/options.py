@@ -92,6 +92,11 @@ def budgets(raw: Any) -> TraceBudgets:
     return parse_budgets(raw if isinstance(raw, dict) else list(raw), source="budget")
 
 
+def workers(raw: Any) -> int | None:
+    """`auto` (None: the plugin decides) or a whole number of processes."""
+    return None if raw == "auto" else whole_number(0)(raw)
+
+
 def name_list(raw: Any) -> tuple[str, ...]:
     return tuple(t.strip() for t in str(raw).split(",") if t.strip())
 
@@ -235,6 +240,9 @@ TABLE: tuple[Option, ...] = (
            "list", default={}),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
            "median; default 3 on a GPU, 1 under emulation)", whole_number(1), default=None),
+    Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
+           "checks (auto: one per 4 cores, at most 3, none for a single graph check; 0: trace them in this process, "
+           "e.g. to see what a conftest patched)", workers, default=None),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False, default=False),
 )  # fmt: skip
@@ -264,6 +272,7 @@ class Settings:
     trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
     metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # over the backend's defaults
     metrics_rounds: int | None = None  # None: the backend's default (step_metrics.default_rounds)
+    graph_workers: int | None = None  # None: auto (suite.graph_helpers.auto_count)
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)

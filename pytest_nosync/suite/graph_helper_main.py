@@ -1,0 +1,62 @@
+"""A graph helper process (see suite.graph_helpers): `python -m pytest_nosync.suite.graph_helper_main`.
+
+It answers on its stdout, which it keeps for the messages alone (stray prints go to its stderr): first the file of
+the diffusers it imported, then one Outcome per GraphJob read from stdin, until a None.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+from .graph_helpers import GraphJob, Outcome, diffusers_file, receive, send
+
+
+def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Any]) -> Outcome:
+    """The job's check, as the suite's test runs it in its own process (plugin.fixtures.nosync_check)."""
+    import torch
+
+    from .checks import run_check
+    from .targets.base import CallContext
+    from .targets.registry import TARGETS, TargetUnavailable, build_pipeline
+
+    target = TARGETS[job.target]
+    device, dtype = torch.device(job.device), getattr(torch, job.dtype)
+    key = (job.target, job.device, job.dtype)
+    try:
+        if key not in pipelines:
+            pipelines[key] = build_pipeline(target, device, dtype)
+    except TargetUnavailable as exc:
+        return Outcome(skipped=str(exc))
+    pipe = pipelines[key]
+
+    def call_kwargs(steps: int) -> dict[str, Any]:
+        return target.call_kwargs(pipe, CallContext(device, dtype, steps, job.seed))
+
+    report = run_check("graph_breaks", pipe, call_kwargs, job.options, steps=job.steps, test_id=job.test_id,
+                       target=job.target)  # fmt: skip
+    return Outcome(report=report)
+
+
+def main() -> None:
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a print in a model's code must not corrupt the answers
+    jobs = sys.stdin.buffer
+    import torch
+
+    send(answers, diffusers_file())
+    pipelines: dict[tuple[str, str, str], Any] = {}
+    while (job := receive(jobs)) is not None:
+        if torch.device(job.device).type == "cpu":
+            torch.set_num_threads(1)  # the process that runs the other checks keeps the other cores
+        try:
+            outcome = run(job, pipelines)
+        except Exception:
+            outcome = Outcome(failed=traceback.format_exc(limit=-3).strip().splitlines()[-1][:300])
+        send(answers, outcome)
+
+
+if __name__ == "__main__":
+    main()
