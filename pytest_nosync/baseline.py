@@ -139,7 +139,7 @@ class Review:
 @dataclass(frozen=True)
 class ScopedMatcher:
     """The baseline entries in one test's scope, as its KnownMatcher. Data, not a closure: it travels with the
-    test's GuardOptions to a helper process (suite.graph_workers)."""
+    test's GuardOptions to a helper process (suite.graph_helpers)."""
 
     scoped: tuple[tuple[int, Entry], ...]
 

@@ -275,10 +275,7 @@ def nosync_check(
         if check == "graph_breaks" and dynamo_device(device) != device:
             device = dynamo_device(device)
             pipe = _pipeline(request, nosync_target, device, ctx.dtype)
-
-        def call_kwargs(steps: int) -> dict[str, Any]:
-            return nosync_target.call_kwargs(pipe, CallContext(device, ctx.dtype, steps, ctx.seed))
-
+        call_kwargs = nosync_target.kwargs_by_steps(pipe, replace(ctx, device=device))
         options = guard_options(request.node, check, nosync_target.name, denoiser=nosync_target.denoiser)
         test_id, target = request.node.nodeid, nosync_target.name
         return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=test_id, target=target)
@@ -293,9 +290,7 @@ def nosync_step_metrics(
     """Measure the target's step metrics, timed through pytest-benchmark's `benchmark` fixture (given by the test),
     and judge them against the run loaded by --benchmark-compare (see plugin.benchmark)."""
     ctx, pipe = nosync_call_context, nosync_pipeline
-
-    def call_kwargs(steps: int) -> dict[str, Any]:
-        return nosync_target.call_kwargs(pipe, CallContext(ctx.device, ctx.dtype, steps, ctx.seed))
+    call_kwargs = nosync_target.kwargs_by_steps(pipe, ctx)
 
     def run(benchmark: Any) -> Report:
         settings = table.of(request.config)

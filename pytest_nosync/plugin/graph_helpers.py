@@ -62,19 +62,19 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
     from ..suite.checks import dynamo_device
     from .fixtures import call_context, guard_options
 
-    out = []
+    eligible = []
     for item in items:
         target = builtin_target(item)
         if target is None or target.name in table.of(item.config).checkpoint:
             continue
         options = guard_options(item, "graph_breaks", target.name, denoiser=target.denoiser)
-        if options.mode == "error":
-            continue
-        ctx = call_context(item.config)
-        device = dynamo_device(ctx.device)
-        dtype = str(ctx.dtype).removeprefix("torch.")
-        out.append(GraphJob(item.nodeid, target.name, str(device), dtype, ctx.steps, ctx.seed, options))
-    return out
+        if options.mode != "error":
+            eligible.append((item.nodeid, target.name, options))
+    if not eligible:
+        return []
+    ctx = call_context(items[0].config)  # one run, one call context
+    device, dtype = str(dynamo_device(ctx.device)), str(ctx.dtype).removeprefix("torch.")
+    return [GraphJob(test_id, name, device, dtype, ctx.steps, ctx.seed, options) for test_id, name, options in eligible]
 
 
 def outcome(item: pytest.Item) -> Outcome | None:

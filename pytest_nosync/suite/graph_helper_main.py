@@ -31,10 +31,7 @@ def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Any]) -> Outcome:
     except TargetUnavailable as exc:
         return Outcome(skipped=str(exc))
     pipe = pipelines[key]
-
-    def call_kwargs(steps: int) -> dict[str, Any]:
-        return target.call_kwargs(pipe, CallContext(device, dtype, steps, job.seed))
-
+    call_kwargs = target.kwargs_by_steps(pipe, CallContext(device, dtype, job.steps, job.seed))
     report = run_check("graph_breaks", pipe, call_kwargs, job.options, steps=job.steps, test_id=job.test_id,
                        target=job.target)  # fmt: skip
     return Outcome(report=report)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -38,3 +38,8 @@ class Target:
     denoiser: str = "transformer"
     description: str = ""
     extra_classes: tuple[str, ...] = field(default_factory=tuple)
+
+    def kwargs_by_steps(self, pipe: Any, ctx: CallContext) -> Callable[[int], dict[str, Any]]:
+        """`call_kwargs` as the checks take it: steps → fresh kwargs of a call in `ctx`'s place (a generator is
+        consumed by a call, so each call needs new ones)."""
+        return lambda steps: self.call_kwargs(pipe, replace(ctx, steps=steps))
