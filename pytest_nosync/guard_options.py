@@ -31,6 +31,8 @@ class GuardOptions:
     call opens a step. warmup_steps: steps before steady state (not judged by alloc_growth, host_overhead).
     max_walk_fraction: a module-tree walk visiting more of the denoiser than this fails host_overhead.
     alloc_sites: alloc_growth notes the line of every device allocation (slow), to name the one that grows.
+    ops_steps: (first, last) steps whose ops device_ops counts, None for every step; outside them its counting mode
+    is off (it costs a Python call per op), so the steps a caller drops cost nothing to count.
     """
 
     checks: tuple[str, ...] = ("syncs",)
@@ -48,6 +50,7 @@ class GuardOptions:
     denoiser: str = "transformer"
     warmup_steps: int = 1
     max_walk_fraction: float = 0.25
+    ops_steps: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         # Accept the spellings people type (a single check name, allow-list pairs); store the typed form.

@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from .. import attribution, devices, source_identity
 from ..findings import Report
@@ -113,7 +113,8 @@ class _Counting(TorchDispatchMode):
 
 class OpCounter(Detector):
     """The aten ops each step ran on the device (an op with a device tensor among its inputs or outputs), by name and
-    by the line outside torch and this plugin that issued them."""
+    by the line outside torch and this plugin that issued them. With `ops_steps` the counting mode is on only from the
+    end of the step before the first (work between steps belongs to the next) to the end of the last."""
 
     name = "device_ops"
 
@@ -124,6 +125,7 @@ class OpCounter(Detector):
         self._internal: dict[Any, bool] = {}
         self._mode: _Counting | None = None
         self._steps = 0
+        self.first, self.last = options.ops_steps or (0, None)
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
@@ -133,19 +135,33 @@ class OpCounter(Detector):
             from ..emulation import DEVICE_TYPE
 
             self.device_type = DEVICE_TYPE
-        self._mode = _Counting(self)
-        self._mode.__enter__()
+        if self.first <= 0:
+            self._count(True)
 
-    def disarm(self) -> None:
-        if self._mode is not None:
+    def _count(self, on: bool) -> None:
+        if on and self._mode is None:
+            self._mode = _Counting(self)
+            self._mode.__enter__()
+        elif not on and self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
 
+    def disarm(self) -> None:
+        self._count(False)
+
     def on_step_end(self, step: int) -> None:
         self._steps += 1
+        if step + 1 == self.first:
+            self._count(True)
+        elif step == self.last and _get_current_dispatch_mode() is self._mode:  # another mode above it: at disarm
+            self._count(False)
 
     def unchecked(self) -> str | None:
-        return None if self._steps else NO_STEP
+        if not self._steps:
+            return NO_STEP
+        if self._steps <= self.first:
+            return f"device_ops counts from step {self.first} (ops_steps) and the block ran {self._steps} step(s)"
+        return None
 
     def _on_device(self, value: Any) -> bool:
         if isinstance(value, torch.Tensor):

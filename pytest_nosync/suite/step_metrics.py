@@ -3,9 +3,10 @@
 Timed calls (host ms, device ms, peak memory per step) and one counting call (device ops and the lines that issued
 them) after the pipeline's warm-up, combined by pytest_nosync.step_metrics.combine. On a GPU counting inflates the
 times of the call it counts in, so it has a call of its own; under emulation every op already runs through Python
-and the timed calls count too (one call fewer per target; saved and current runs are measured alike). How the timed
-calls are repeated is the caller's: the plugin hands them to pytest-benchmark, whose rounds and statistics its users
-know.
+and the timed calls count too (one call fewer per target; saved and current runs are measured alike). The calls
+stop at the latents (`latents_only`), and the counting mode is on in the steady steps only (GuardOptions.ops_steps).
+How the timed calls are repeated is the caller's: the plugin hands them to pytest-benchmark, whose rounds and
+statistics its users know.
 """
 
 from __future__ import annotations
@@ -30,6 +31,42 @@ def _repeat(call: Callable[[], None], rounds: int) -> None:
         call()
 
 
+STEADY_FROM = 1  # the first step is not steady (first-step work of schedulers and caches): its numbers are dropped
+
+
+def latents_only(call_kwargs: CallKwargs) -> CallKwargs:
+    """The calls stop at the latents where the pipeline takes an `output_type`: the numbers are the steps', and the
+    VAE decode after them (a third of some tiny calls) would only cost time."""
+
+    def kwargs(steps: int) -> dict[str, Any]:
+        made = call_kwargs(steps)
+        return {**made, "output_type": "latent"} if "output_type" in made else made
+
+    return kwargs
+
+
+def counting(options: GuardOptions, steps: int, *, timed: bool = False) -> GuardOptions:
+    """The options of a call that counts the ops of the steady steps of a `steps`-step call (and, `timed`, times
+    every step): the counting mode is off in the first step and after the last."""
+    checks = ("step_metrics", "device_ops") if timed else ("device_ops",)
+    return replace(options, checks=checks, ops_steps=(STEADY_FROM, steps - 1))
+
+
+def count_ops(
+    pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, *, steps: int = 3, test_id: str = "", target: str = ""
+) -> Report:
+    """The counting call of `measure` on its own (after the warm-up): on a GPU its ops do not depend on what else runs
+    on the machine, so it may be made ahead of the timed calls, while this process would wait (plugin.count_ahead)."""
+    steps = max(steps, 2)
+    names = {"test_id": test_id, "check": "step_metrics", "target": target}
+    try:
+        warm(pipe, call_kwargs, steps)
+    except Exception as exc:
+        return error_report(exc, options, **names)
+    steps_only = latents_only(call_kwargs)
+    return guarded_call(pipe, lambda: steps_only(steps), counting(options, steps), **names)
+
+
 def measure(
     pipe: Any,
     call_kwargs: CallKwargs,
@@ -38,10 +75,12 @@ def measure(
     steps: int = 3,
     rounds: int = 3,
     repeat: Repeat = _repeat,
+    counted: Report | None = None,
     test_id: str = "",
     target: str = "",
 ) -> Report:
     """The numbers of each steady step (after the first) of a `steps`-step call, in `report.metrics["step_metrics"]`.
+    `counted`: the report of a `count_ops` call made ahead with the same options and steps (a GPU's counting call).
     A call that raises, or a guard that could not measure, returns that report instead (it fails)."""
     steps = max(steps, 2)
     names = {"test_id": test_id, "check": "step_metrics", "target": target}
@@ -49,20 +88,21 @@ def measure(
         warm(pipe, call_kwargs, steps)
     except Exception as exc:
         return error_report(exc, options, **names)
+    steps_only = latents_only(call_kwargs)
     timed: list[Report] = []
     counts_too = step_metrics.counts_when_timed(options.backend)
-    timing = replace(options, checks=("step_metrics", "device_ops") if counts_too else ("step_metrics",))
+    timing = counting(options, steps, timed=True) if counts_too else replace(options, checks=("step_metrics",))
 
     def timed_call() -> None:
-        timed.append(guarded_call(pipe, lambda: call_kwargs(steps), timing, **names))
+        timed.append(guarded_call(pipe, lambda: steps_only(steps), timing, **names))
 
     repeat(timed_call, rounds)
     if not timed:  # a repeat that ran nothing
         timed_call()
     if counts_too:
         counted = timed[-1]
-    else:
-        counted = guarded_call(pipe, lambda: call_kwargs(steps), replace(options, checks=("device_ops",)), **names)
+    elif counted is None:
+        counted = count_ops(pipe, call_kwargs, options, steps=steps, test_id=test_id, target=target)
     for report in [*timed, counted]:
         if report.passed is False:
             return report
@@ -70,7 +110,7 @@ def measure(
     about = {"target": target, "backend": options.backend, "device": env["device"], "torch": env["torch"],
              "diffusers": env["diffusers"], "steps": steps}  # fmt: skip
     numbers = step_metrics.combine(
-        [r.metrics["step_metrics"] for r in timed], counted.metrics["device_ops"], steady_from=1, about=about
+        [r.metrics["step_metrics"] for r in timed], counted.metrics["device_ops"], steady_from=STEADY_FROM, about=about
     )
     report = Report(test_id=test_id, check="step_metrics", target=target, backend=options.backend, steps=steps)
     report.passed = True

@@ -76,6 +76,42 @@ def test_work_between_steps_counts_with_the_next_step(backend: str, x) -> None:
     assert set(g.report.metrics["device_ops"]) == {"0", "1"}
 
 
+def windowed_loop(g, x: torch.Tensor, modes: list) -> None:
+    for step in range(4):
+        with g.step():
+            modes.append(_get_current_dispatch_mode() is not None)
+            x = x + 1
+            for _ in range(10 if step == 0 else 0):
+                x = x * 1.0  # extra in step 0: outside the window
+        x = x * 3  # between steps: the next step's
+    modes.append(_get_current_dispatch_mode() is not None)
+    x - 1  # after the window
+
+
+def test_ops_steps_counts_its_window_only_and_counts_nothing_outside(backend: str, x) -> None:
+    modes: list[bool] = []
+    with nosync_guard(checks=("device_ops",), backend=backend, ops_steps=(1, 2)) as g:
+        windowed_loop(g, x, modes)
+    assert g.report.passed
+    assert set(g.report.metrics["device_ops"]) == {"1", "2"}  # the extra ops of step 0 and step 3 are not counted
+    for step in (1, 2):  # the same numbers as without the window: work between steps is the next step's
+        assert _ops(g.report, step)["ops"] == {"aten.add.Tensor": 1, "aten.mul.Tensor": 1}
+    assert modes == [False, True, True, False, False]  # off in step 0, in step 3 and after the loop
+    with nosync_guard(checks=("device_ops",), backend=backend) as whole:
+        windowed_loop(whole, x, modes)
+    assert _ops(whole.report, 0)["ops"]["aten.mul.Tensor"] == 10
+    for step in (1, 2):
+        assert _ops(whole.report, step) == _ops(g.report, step)
+
+
+def test_ops_steps_past_the_last_step_is_not_a_pass(backend: str, x) -> None:
+    with nosync_guard(checks=("device_ops",), backend=backend, ops_steps=(1, 2)) as g, g.step():
+        x * 2  # one step: the window never opens
+    assert g.report.passed is False
+    assert "counts from step 1" in g.report.not_checked[0]
+    assert _get_current_dispatch_mode() is None
+
+
 def test_the_counting_mode_is_removed_when_the_block_raises(backend: str, x) -> None:
     try:
         with nosync_guard(checks=("device_ops",), backend=backend) as g, g.step():

@@ -178,3 +178,11 @@ def test_the_terminal_table_has_a_row_per_target_with_the_change() -> None:
     assert lines[0] == "step metrics per steady step (emulate, cpu):"
     (row,) = [line for line in lines if line.strip().startswith("flux")]
     assert row.split()[1] == "20" and "FAIL: ops +10, host +0%, peak =" in row
+
+
+def test_the_metrics_calls_stop_at_the_latents_where_the_pipeline_takes_an_output_type() -> None:
+    from pytest_nosync.suite.step_metrics import latents_only
+
+    made = latents_only(lambda steps: {"num_inference_steps": steps, "output_type": "pt"})(3)
+    assert made == {"num_inference_steps": 3, "output_type": "latent"}  # the decode after the steps is skipped
+    assert latents_only(lambda steps: {"num_inference_steps": steps})(2) == {"num_inference_steps": 2}  # not added
