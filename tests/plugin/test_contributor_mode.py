@@ -9,6 +9,7 @@ runs against it from outside this repository (`--nosync-suite`: the shipped base
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -41,7 +42,8 @@ def _edit(path: Path, old: str, new: str) -> int:
 
 
 def _suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: Path, *args: str) -> pytest.RunResult:
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    # first on the path, before whatever PYTHONPATH the run was given (where pytest-nosync itself may be installed)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
     return pytester.runpytest_subprocess(
         "-m", "gpu", "--nosync", "--nosync-suite", "-p", "no:cacheprovider", "-p", "no:randomly", *args
     )
