@@ -36,6 +36,7 @@ from ..suite.targets.base import CallContext, Target
 from . import graph_helpers
 from . import options as table
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
+from .count_ahead import COUNT_AHEAD, metrics_steps
 from .session import BASELINE, ITEM_REPORTS, add_report
 
 SUITE_DIR = Path(__file__).parent.parent / "suite"
@@ -232,13 +233,23 @@ def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
     return call_context(request.config)
 
 
+def _pipeline_key(config: pytest.Config, target: Target, device: torch.device, dtype: torch.dtype) -> tuple:
+    checkpoint = table.of(config).checkpoint.get(target.name)
+    return (target.name, id(target), str(device), str(dtype), checkpoint)
+
+
+def built_pipeline(config: pytest.Config, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
+    """The target's pipeline if a test of this session has built it, else None (builds nothing)."""
+    return config.stash.get(_PIPELINES, {}).get(_pipeline_key(config, target, device, dtype))
+
+
 def _pipeline(request: pytest.FixtureRequest, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
     """The target's pipeline on `device` in `dtype`, built once per session. A checkpoint asked for that does not
     load fails the test; a target the installed diffusers cannot build is skipped, and counted in the summary."""
     from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
 
-    checkpoint = table.of(request.config).checkpoint.get(target.name)
-    key = (target.name, id(target), str(device), str(dtype), checkpoint)
+    key = _pipeline_key(request.config, target, device, dtype)
+    checkpoint = key[-1]
     cache = request.config.stash.setdefault(_PIPELINES, {})
     if key not in cache:
         try:
@@ -296,9 +307,12 @@ def nosync_step_metrics(
         settings = table.of(request.config)
         options = guard_options(request.node, "step_metrics", nosync_target.name, denoiser=nosync_target.denoiser)
         rounds = settings.metrics_rounds or default_rounds(options.backend)
+        steps = metrics_steps(ctx)
+        ahead = request.config.stash.get(COUNT_AHEAD, None)
+        counted = ahead.take(request.node.nodeid, options, steps) if ahead is not None else None
         report = measure(
-            pipe, call_kwargs, options, steps=max(ctx.steps, 3), rounds=rounds,
-            repeat=benchmark_repeat(benchmark), test_id=request.node.nodeid, target=nosync_target.name,
+            pipe, call_kwargs, options, steps=steps, rounds=rounds, repeat=benchmark_repeat(benchmark),
+            counted=counted, test_id=request.node.nodeid, target=nosync_target.name,
         )  # fmt: skip
         if "step_metrics" in report.metrics:
             if saving(request.config):

@@ -10,8 +10,8 @@ import pytest
 
 from ..suite.graph_helpers import GraphHelpers, GraphJob, Outcome, auto_count
 from ..suite.targets.base import Target
+from . import count_ahead, xdist
 from . import options as table
-from . import xdist
 
 HELPERS = pytest.StashKey[GraphHelpers]()
 SUITE_MODULE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "suite", "test_targets.py")
@@ -21,12 +21,12 @@ def _suite_test(item: pytest.Item, name: str) -> bool:
     return getattr(item, "originalname", None) == name and os.path.abspath(str(item.path)) == SUITE_MODULE
 
 
-def builtin_target(item: pytest.Item) -> Target | None:
-    """The built-in target of one of the suite's graph-check tests, or None for any other test (a helper can build
-    only what it can look up by name)."""
+def builtin_target(item: pytest.Item, test: str = "test_graph_breaks") -> Target | None:
+    """The built-in target of one of the suite's `test` tests, or None for any other test (a helper can build only
+    what it can look up by name)."""
     from ..suite.targets.registry import TARGETS
 
-    if not _suite_test(item, "test_graph_breaks"):
+    if not _suite_test(item, test):
         return None
     target = getattr(getattr(item, "callspec", None), "params", {}).get("nosync_target")
     return target if isinstance(target, Target) and TARGETS.get(target.name) is target else None
@@ -78,9 +78,21 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
 
 
 def outcome(item: pytest.Item) -> Outcome | None:
-    """The helper's Outcome of this test's graph check (waiting for it), or None when no helper has it."""
+    """The helper's Outcome of this test's graph check, or None when this process is to trace it: no helper has it,
+    or none has started it yet (it is taken back). While a helper traces it, this process counts ahead for step
+    metrics (plugin.count_ahead) rather than only wait."""
     helpers = item.config.stash.get(HELPERS, None)
-    return helpers.outcome(item.nodeid) if helpers is not None else None
+    if helpers is None or not helpers.has(item.nodeid) or helpers.claim(item.nodeid):
+        return None
+    ahead = item.config.stash.get(count_ahead.COUNT_AHEAD, None)
+    while ahead is not None and not helpers.done(item.nodeid) and ahead.count_next():
+        pass
+    return helpers.outcome(item.nodeid)
+
+
+def metrics_tests(items: list[pytest.Item]) -> list[tuple[pytest.Item, Target]]:
+    """The suite's step-metrics tests of built-in targets, in run order, with their targets."""
+    return [(item, target) for item in items if (target := builtin_target(item, "test_step_metrics")) is not None]
 
 
 class GraphHelperRun:
@@ -101,6 +113,18 @@ class GraphHelperRun:
         count = auto_count(len(todo), os.cpu_count()) if setting is None else min(setting, len(todo))
         if count > 0:
             self.config.stash[HELPERS] = GraphHelpers(todo, count)
+            self.config.stash[count_ahead.COUNT_AHEAD] = self._count_ahead(session.items)
+
+    def _count_ahead(self, items: list[pytest.Item]) -> count_ahead.CountAhead:
+        from .fixtures import built_pipeline, call_context, guard_options
+
+        ctx = call_context(self.config)
+        tests = [(item, target) for item, target in metrics_tests(items) if count_ahead.own_fixtures_only(item)]
+        return count_ahead.CountAhead(
+            tests, ctx,
+            options=lambda item, target: guard_options(item, "step_metrics", target.name, denoiser=target.denoiser),
+            built=lambda target: built_pipeline(self.config, target, ctx.device, ctx.dtype),
+        )  # fmt: skip
 
     @pytest.hookimpl(trylast=True)  # in the nosync section
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -109,6 +133,11 @@ class GraphHelperRun:
             return
         here = len(helpers.fallbacks)
         line = f"nosync: {helpers.answered} graph check(s) traced in {helpers.count} helper process(es)"
+        if helpers.claimed:
+            line += f", {helpers.claimed} in this process before a helper was free"
+        ahead = self.config.stash.get(count_ahead.COUNT_AHEAD, None)
+        if ahead is not None and ahead.made:
+            line += f"; {ahead.taken} step-metrics count(s) made while waiting for them"
         terminalreporter.write_line(line + (f"; {here} ran in this process instead" if here else ""))
         for problem in dict.fromkeys(helpers.problems + helpers.fallbacks):
             terminalreporter.write_line(f"  {problem}", yellow=True)

@@ -103,10 +103,12 @@ class GraphHelpers:
         self.problems: list[str] = []  # one line per helper that failed, for the summary
         self.fallbacks: list[str] = []  # why each check a helper did not run ran in this process
         self.answered = 0  # checks whose tests took a helper's report (or skip)
+        self.claimed = 0  # checks this process took back from the queue (its test came before a helper took it)
         self._taken: set[str] = set()
         self._queue = deque(jobs)
         self._lock = threading.Lock()
         self._alive = count
+        self._up = 0  # helpers that have started and announced their diffusers
         self._procs: list[subprocess.Popen[bytes]] = []
         self._logs: list[IO[bytes]] = []
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # import what this one does
@@ -126,6 +128,29 @@ class GraphHelpers:
         self._expected = diffusers_file()  # imported here while the helpers start, not before
         for args in started:
             threading.Thread(target=self._serve, args=args, daemon=True).start()
+
+    def has(self, test_id: str) -> bool:
+        return test_id in self.futures
+
+    def done(self, test_id: str) -> bool:
+        future = self.futures.get(test_id)
+        return future is None or future.done()
+
+    def claim(self, test_id: str) -> bool:
+        """Take the job of `test_id` back if no helper has started it while every live helper is up and busy: its
+        test has come, and tracing it here costs less than waiting for a helper to be free. (A helper still starting
+        takes its job in moments, and this process would pay dynamo's own start-up for it.) True when taken: the
+        test then traces it itself."""
+        with self._lock:
+            if self._up < self._alive:
+                return False
+            for job in self._queue:
+                if job.test_id == test_id:
+                    self._queue.remove(job)
+                    self.futures.pop(test_id)
+                    self.claimed += 1
+                    return True
+        return False
 
     def outcome(self, test_id: str) -> Outcome | None:
         """The Outcome of the job of `test_id` (waiting for it), or None when no helper has that job."""
@@ -166,6 +191,8 @@ class GraphHelpers:
             imported = receive(proc.stdout)
             if imported != self._expected:
                 raise RuntimeError(f"it imported diffusers from {imported}, this process from {self._expected}")
+            with self._lock:
+                self._up += 1
             while (job := self._next()) is not None:
                 send(proc.stdin, job)
                 self.futures[job.test_id].set_result(receive(proc.stdout))

@@ -138,3 +138,32 @@ def test_runs_that_cannot_be_compared_say_why(project: pytest.Pytester, monkeypa
     unsaved = _suite(project, monkeypatch, "", "--benchmark-disable", "--benchmark-autosave")
     assert unsaved.ret == pytest.ExitCode.USAGE_ERROR
     assert "pytest-benchmark saves nothing with -n (xdist) or --benchmark-disable" in unsaved.stderr.str()
+
+
+SCHEDULER = "schedulers/scheduling_flow_match_euler_discrete.py"
+ANCHOR = "            prev_sample = sample + dt * model_output\n"
+PLANTED = ANCHOR + "            for _ in range(10):\n                prev_sample = prev_sample * 1.0  # planted\n"
+
+
+def test_extra_ops_in_a_contributors_scheduler_fail_with_graph_helpers_at_work(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A regression in the code, not a fixture: ten extra ops in the Euler scheduler of a diffusers copy. The graph
+    checks are selected, so helpers trace them while this process waits; on a GPU it counts the step metrics' ops
+    then (plugin.count_ahead). Saved on the installed diffusers, compared on the copy: both targets fail on ops, naming
+    the planted line, whoever counted them."""
+    from tests.plugin.test_contributor_mode import _copy, _edit
+    from tests.plugin.test_contributor_mode import _suite as contributor_suite
+
+    line = _edit(_copy(tmp_path / "site") / SCHEDULER, ANCHOR, PLANTED) + 2
+    args = ["--nosync-targets=flux,flux2_klein", "-k", "test_graph_breaks or test_step_metrics",
+            "--nosync-graph-workers=1", "-rA", TOLERANCE]  # fmt: skip
+    saved = contributor_suite(pytester, monkeypatch, tmp_path / "empty", *args, "--benchmark-save=main")
+    assert saved.ret == pytest.ExitCode.OK, saved.stdout.str()[-3000:]
+    planted = contributor_suite(pytester, monkeypatch, tmp_path / "site", *args, "--benchmark-compare=0001")
+    out = planted.stdout.str()
+    assert planted.ret == pytest.ExitCode.TESTS_FAILED, out[-3000:]
+    planted.assert_outcomes(passed=2, failed=2)  # flux2_klein steps with the same scheduler
+    planted.stdout.fnmatch_lines([f"*device_ops    diffusers/{SCHEDULER}:{line}  — step 1 ×10, step 2 ×10*"])
+    if devices.resolve("auto") == "cuda":  # counted ahead, as a GPU run does, and the summary says so
+        assert "step-metrics count(s) made while waiting for them" in out, out[-3000:]

@@ -8,6 +8,7 @@ import io
 import pickle
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,24 @@ def test_each_job_is_answered_even_when_its_test_asks_before_the_helper_is_done(
     assert len({o.report.metrics["pid"] for o in outcomes}) == 2  # both helpers took jobs
     assert helpers.answered == 5 and not helpers.fallbacks and not helpers.problems
     assert helpers.outcome("t::test_other") is None  # a test no helper has runs its check itself
+
+
+def test_a_job_no_helper_has_started_is_taken_back_by_its_test(tmp_path: Path) -> None:
+    jobs = _jobs("a", "b", "c")
+    helpers = GraphHelpers(jobs, 1, command=_stand_in(tmp_path, delay=0.5))
+    try:
+        assert not helpers.claim(jobs[2].test_id)  # the helper is still starting: it takes "a" in a moment
+        while not helpers._up:
+            time.sleep(0.01)
+        assert helpers.claim(jobs[2].test_id)  # the one helper is busy with "a": "c" is traced by its test instead
+        assert not helpers.has(jobs[2].test_id) and not helpers.claim(jobs[2].test_id)
+        first = helpers.outcome(jobs[0].test_id)
+        assert not helpers.claim(jobs[0].test_id)  # answered: nothing to take back
+        second = helpers.outcome(jobs[1].test_id)
+    finally:
+        helpers.close()
+    assert first.report.test_id == jobs[0].test_id and second.report.test_id == jobs[1].test_id
+    assert helpers.claimed == 1 and helpers.answered == 2 and not helpers.fallbacks
 
 
 def test_a_helper_that_dies_leaves_its_check_and_the_queue_to_this_process(tmp_path: Path) -> None:
