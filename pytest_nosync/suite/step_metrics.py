@@ -52,6 +52,15 @@ def counting(options: GuardOptions, steps: int, *, timed: bool = False) -> Guard
     return replace(options, checks=checks, ops_steps=(STEADY_FROM, steps - 1))
 
 
+def _warm_up(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, steps: int, names: dict) -> Report | None:
+    """The pipeline's warm-up call (once per pipeline); the failing report when it raised."""
+    try:
+        warm(pipe, call_kwargs, steps)
+    except Exception as exc:
+        return error_report(exc, options, **names)
+    return None
+
+
 def count_ops(
     pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, *, steps: int = 3, test_id: str = "", target: str = ""
 ) -> Report:
@@ -59,10 +68,9 @@ def count_ops(
     on the machine, so it may be made ahead of the timed calls, while this process would wait (plugin.count_ahead)."""
     steps = max(steps, 2)
     names = {"test_id": test_id, "check": "step_metrics", "target": target}
-    try:
-        warm(pipe, call_kwargs, steps)
-    except Exception as exc:
-        return error_report(exc, options, **names)
+    failed = _warm_up(pipe, call_kwargs, options, steps, names)
+    if failed is not None:
+        return failed
     steps_only = latents_only(call_kwargs)
     return guarded_call(pipe, lambda: steps_only(steps), counting(options, steps), **names)
 
@@ -84,10 +92,9 @@ def measure(
     A call that raises, or a guard that could not measure, returns that report instead (it fails)."""
     steps = max(steps, 2)
     names = {"test_id": test_id, "check": "step_metrics", "target": target}
-    try:
-        warm(pipe, call_kwargs, steps)
-    except Exception as exc:
-        return error_report(exc, options, **names)
+    failed = _warm_up(pipe, call_kwargs, options, steps, names)
+    if failed is not None:
+        return failed
     steps_only = latents_only(call_kwargs)
     timed: list[Report] = []
     counts_too = step_metrics.counts_when_timed(options.backend)
