@@ -79,7 +79,7 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
 
 def outcome(item: pytest.Item) -> Outcome | None:
     """The helper's Outcome of this test's graph check, or None when this process is to trace it: no helper has it,
-    or none has started it yet (it is taken back). While a helper traces it, this process counts ahead for step
+    or it is taken back (see GraphHelpers.claim). While a helper traces it, this process counts ahead for step
     metrics (plugin.count_ahead) rather than only wait."""
     helpers = item.config.stash.get(HELPERS, None)
     if helpers is None or not helpers.has(item.nodeid) or helpers.claim(item.nodeid):
@@ -136,7 +136,7 @@ class GraphHelperRun:
         if helpers.claimed:
             line += f", {helpers.claimed} in this process before a helper was free"
         ahead = self.config.stash.get(count_ahead.COUNT_AHEAD, None)
-        if ahead is not None and ahead.made:
+        if ahead is not None and ahead.taken:  # the counts the step-metrics tests used
             line += f"; {ahead.taken} step-metrics count(s) made while waiting for them"
         terminalreporter.write_line(line + (f"; {here} ran in this process instead" if here else ""))
         for problem in dict.fromkeys(helpers.problems + helpers.fallbacks):
