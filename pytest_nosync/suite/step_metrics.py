@@ -71,7 +71,10 @@ def count_ops(
     failed = _warm_up(pipe, call_kwargs, options, steps, names)
     if failed is not None:
         return failed
-    steps_only = latents_only(call_kwargs)
+    return _counting_call(pipe, latents_only(call_kwargs), options, steps, names)
+
+
+def _counting_call(pipe: Any, steps_only: CallKwargs, options: GuardOptions, steps: int, names: dict) -> Report:
     return guarded_call(pipe, lambda: steps_only(steps), counting(options, steps), **names)
 
 
@@ -109,7 +112,7 @@ def measure(
     if counts_too:
         counted = timed[-1]
     elif counted is None:
-        counted = count_ops(pipe, call_kwargs, options, steps=steps, test_id=test_id, target=target)
+        counted = _counting_call(pipe, steps_only, options, steps, names)  # warmed up above
     for report in [*timed, counted]:
         if report.passed is False:
             return report
