@@ -241,8 +241,8 @@ TABLE: tuple[Option, ...] = (
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
            "median; default 3 on a GPU, 1 under emulation)", whole_number(1), default=None),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
-           "checks (auto: one per 4 cores, at most 3, none for a single graph check; 0: trace them in this process, "
-           "e.g. to see what a conftest patched)", workers, default=None),
+           "checks (auto: one per 4 cores, at most 3, none below 4 cores or for a single graph check; 0: trace them "
+           "in this process, e.g. to see what a conftest patched)", workers, default=None),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False, default=False),
 )  # fmt: skip

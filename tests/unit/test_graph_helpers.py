@@ -129,7 +129,18 @@ def test_a_helper_that_cannot_start_is_said(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("jobs", "cpus", "count"),
-    [(1, 16, 0), (0, 16, 0), (6, 16, 3), (6, 8, 2), (6, 4, 1), (6, 2, 1), (6, None, 1), (2, 64, 2), (6, 64, 3)],
+    [
+        (1, 16, 0),
+        (0, 16, 0),
+        (6, 16, 3),
+        (6, 8, 2),
+        (6, 4, 1),
+        (6, 3, 0),
+        (6, 2, 0),
+        (6, None, 0),
+        (2, 64, 2),
+        (6, 64, 3),
+    ],
 )
 def test_auto_count(jobs: int, cpus: int | None, count: int) -> None:
     assert auto_count(jobs, cpus) == count
