@@ -1,6 +1,6 @@
 """Many GPUs through pytest-xdist: one worker per GPU, pinned before CUDA is initialised.
 
-`pytest -m gpu --nosync -n auto` starts one worker per visible GPU; worker k sees only GPU k
+`pytest -m gpu --nosync -n auto` starts one worker per visible GPU (none with one GPU); worker k sees only GPU k
 (CUDA_VISIBLE_DEVICES is set in the worker before anything touches CUDA). More workers than GPUs is a
 usage error unless `--nosync-share-gpus` says sharing is wanted (then workers take GPUs round-robin).
 Results travel back as report properties, so the controller writes one merged report.
@@ -51,10 +51,14 @@ def pin_worker(config: pytest.Config) -> str | None:
 
 
 def auto_workers(config: pytest.Config) -> int | None:
-    """`-n auto` with --nosync on a GPU machine: one worker per visible GPU."""
+    """`-n auto` with --nosync on a GPU machine: one worker per visible GPU, and none (the run stays in this process)
+    with a single GPU: one worker would add its start-up and lose the graph helpers, which xdist runs do not use."""
     if not config.getoption("nosync", default=None) and not config.getini("nosync"):
         return None
-    return len(visible_gpus()) or None  # no GPU: xdist's own default (CPU count) applies
+    gpus = len(visible_gpus())
+    if not gpus:
+        return None  # no GPU: xdist's own default (CPU count) applies
+    return gpus if gpus > 1 else 0
 
 
 def assign_gpu(node: Any) -> None:

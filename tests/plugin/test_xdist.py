@@ -39,6 +39,15 @@ def test_auto_gives_one_worker_per_gpu_each_pinned(pytester: pytest.Pytester, gp
     assert _seen(pytester) == {"gw0": "3", "gw1": "5"}
 
 
+def test_auto_with_one_gpu_runs_in_this_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one worker would only add its start-up, and xdist runs trace graph checks without helpers
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    pytester.makepyfile("import os\n\ndef test_here():\n    assert 'PYTEST_XDIST_WORKER' not in os.environ\n")
+    result = pytester.runpytest_subprocess("--nosync", "-n", "auto", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "workers" not in result.stdout.str()
+
+
 def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makepyfile(WORKER_ENV)
     result = pytester.runpytest_subprocess("--nosync", "-n", "3")
