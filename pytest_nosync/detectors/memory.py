@@ -7,10 +7,15 @@ die (a weakref on the storage, so a leaked view still counts); a site whose live
 step is the leak. Multistep schedulers legitimately keep `order` model outputs: the first `warmup_steps` steps are
 never judged, and only growth that continues is flagged. A block that allocated nothing on the device checked
 nothing, and says so.
+
+Python's cyclic collector runs when it likes, and may free garbage that earlier work left (a previous test's
+pipeline) in the middle of a step: that step would look as if it freed memory, and hide what it kept. What a
+collection frees during the block is counted back, so a step's growth is what its own code left alive.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import sys
 import weakref
@@ -118,21 +123,35 @@ class MemoryDetector(Detector):
         self._end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
         self._allocations = 0
+        self._collected = 0  # device bytes the cyclic collector freed during the block
+        self._before_collection = 0
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         self._allocations = devices.allocations(self.options.backend)
+        gc.callbacks.append(self._on_collection)
         if self.options.alloc_sites:
             self._tracker = AllocationTracker(lambda: ctx.effective_step)
             self._tracker.__enter__()
 
     def disarm(self) -> None:
         self._allocations = devices.allocations(self.options.backend) - self._allocations
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
         if self._tracker is not None:
             self._tracker.__exit__(None, None, None)
 
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        # rare (a tiny pipeline's call triggers none on the CPU), so reading the counter twice costs nothing
+        allocated = devices.allocated_bytes(self.options.backend)
+        if phase == "start":
+            self._before_collection = allocated
+        else:
+            self._collected += max(0, self._before_collection - allocated)
+
     def _amount(self) -> int:
-        return devices.allocated_bytes(self.options.backend)
+        """Device memory in use, with what the collector freed during the block counted back."""
+        return devices.allocated_bytes(self.options.backend) + self._collected
 
     def on_step_begin(self, step: int) -> None:
         self._begin[step] = self._amount()

@@ -3,8 +3,10 @@ and no verdict where nothing was allocated on the device."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
+import weakref
 
 import pytest
 import torch
@@ -12,21 +14,33 @@ import torch
 from pytest_nosync import nosync_guard
 
 
-def leaky_loop(g, device: torch.device, steps: int = 4) -> list[torch.Tensor]:
+def leaky_loop(g, device: torch.device, steps: int = 4, collect_in: int | None = None) -> list[torch.Tensor]:
     kept = []
     x = torch.ones(256, device=device)
-    for _ in range(steps):
+    for step in range(steps):
         with g.step():
             y = x * 2
             kept.append(y + 1)  # leak
+            if step == collect_in:
+                gc.collect()  # the cyclic collector, run where it happened to run on the H100
     return kept
 
 
-def clean_loop(g, device: torch.device, steps: int = 4) -> None:
+def clean_loop(g, device: torch.device, steps: int = 4, collect_in: int | None = None) -> None:
     x = torch.ones(256, device=device)
-    for _ in range(steps):
+    for step in range(steps):
         with g.step():
             x = x * 2 + 1
+            if step == collect_in:
+                gc.collect()
+
+
+def garbage_from_earlier_work(device: torch.device) -> weakref.ref:
+    """256 KiB on the device held only by a reference cycle, as a previous test's pipeline can be: only the cyclic
+    collector frees it."""
+    cycle: list = [torch.ones(64 * 1024, device=device)]
+    cycle.append(cycle)
+    return weakref.ref(cycle[0])
 
 
 def _leak_line() -> str:
@@ -41,6 +55,36 @@ def test_growth_is_seen_from_the_devices_counter_without_a_dispatch_mode(backend
     (finding,) = g.report.failures
     assert (finding.kind, finding.where) == ("alloc_growth", "<unattributed>:0")
     assert "alloc_sites=True" in finding.detail and finding.data["bytes_per_step"] == [1024, 1024, 1024]
+
+
+@pytest.mark.parametrize("sites", [False, True])
+def test_garbage_the_collector_frees_mid_step_does_not_hide_growth(backend: str, device, sites: bool) -> None:
+    # Seen on an H200: a collection freed a previous test's pipeline in step 1, which then "shrank" and hid the leak.
+    stale = garbage_from_earlier_work(device)
+    with nosync_guard(checks=("alloc_growth",), backend=backend, alloc_sites=sites) as g:
+        leaky_loop(g, device, collect_in=1)
+    assert stale() is None  # freed inside the block
+    (finding,) = g.report.failures
+    assert finding.kind == "alloc_growth" and finding.data["bytes_per_step"] == [1024, 1024, 1024]
+    if sites:
+        assert f"{os.path.realpath(finding.filename)}:{finding.lineno}" == _leak_line()
+
+
+def test_the_clean_twin_with_garbage_freed_mid_step_grows_nothing(backend: str, device) -> None:
+    stale = garbage_from_earlier_work(device)
+    with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
+        clean_loop(g, device, collect_in=1)
+    assert stale() is None
+    assert g.report.passed and g.report.findings == []
+    assert set(g.report.metrics["alloc_bytes_per_step"].values()) == {0}
+
+
+def test_the_collector_callback_is_removed_when_the_block_raises(backend: str, device) -> None:
+    before = list(gc.callbacks)
+    with pytest.raises(ValueError), nosync_guard(checks=("alloc_growth",), backend=backend) as g, g.step():
+        torch.ones(8, device=device)
+        raise ValueError("the block fails")
+    assert gc.callbacks == before
 
 
 def test_with_sites_the_growing_line_is_named(backend: str, device) -> None:
