@@ -6,6 +6,9 @@ is entered); `execution_device` is where a pipeline goes under that backend.
 
 from __future__ import annotations
 
+import gc
+from typing import Any
+
 import torch
 
 BACKENDS = ("auto", "cuda", "emulate")
@@ -75,6 +78,33 @@ def reset_peak(backend: str) -> None:
     from .emulation import tensor
 
     tensor.memory.reset_peak()
+
+
+class CollectorFrees:
+    """Device bytes Python's cyclic collector freed while this watches (a context manager: the gc callback is removed
+    on exit). A collection runs when Python likes and can free garbage earlier work left (a previous test's
+    pipeline) in the middle of a step: a memory figure that counts this back reads what the step's own code did.
+    Collections are rare (a tiny pipeline's call triggers none on a CPU), so the counter is read only then."""
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self.freed = 0
+        self._before = 0
+
+    def __enter__(self) -> CollectorFrees:
+        gc.callbacks.append(self._on_collection)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._on_collection in gc.callbacks:
+            gc.callbacks.remove(self._on_collection)
+
+    def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
+        allocated = allocated_bytes(self.backend)
+        if phase == "start":
+            self._before = allocated
+        else:
+            self.freed += max(0, self._before - allocated)
 
 
 def allocations(backend: str) -> int:

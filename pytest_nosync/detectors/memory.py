@@ -15,7 +15,6 @@ collection frees during the block is counted back, so a step's growth is what it
 
 from __future__ import annotations
 
-import gc
 import itertools
 import sys
 import weakref
@@ -123,35 +122,25 @@ class MemoryDetector(Detector):
         self._end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
         self._allocations = 0
-        self._collected = 0  # device bytes the cyclic collector freed during the block
-        self._before_collection = 0
+        self._collector = devices.CollectorFrees(options.backend)
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         self._allocations = devices.allocations(self.options.backend)
-        gc.callbacks.append(self._on_collection)
+        self._collector.__enter__()
         if self.options.alloc_sites:
             self._tracker = AllocationTracker(lambda: ctx.effective_step)
             self._tracker.__enter__()
 
     def disarm(self) -> None:
         self._allocations = devices.allocations(self.options.backend) - self._allocations
-        if self._on_collection in gc.callbacks:
-            gc.callbacks.remove(self._on_collection)
+        self._collector.__exit__()
         if self._tracker is not None:
             self._tracker.__exit__(None, None, None)
 
-    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
-        # rare (a tiny pipeline's call triggers none on the CPU), so reading the counter twice costs nothing
-        allocated = devices.allocated_bytes(self.options.backend)
-        if phase == "start":
-            self._before_collection = allocated
-        else:
-            self._collected += max(0, self._before_collection - allocated)
-
     def _amount(self) -> int:
         """Device memory in use, with what the collector freed during the block counted back."""
-        return devices.allocated_bytes(self.options.backend) + self._collected
+        return devices.allocated_bytes(self.options.backend) + self._collector.freed
 
     def on_step_begin(self, step: int) -> None:
         self._begin[step] = self._amount()
