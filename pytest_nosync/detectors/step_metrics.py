@@ -3,7 +3,9 @@
 Two checks, two detectors, because counting ops inflates the times of the call it counts in (on a GPU the suite
 runs them in separate calls; under emulation, where every op is Python already, in one):
   step_metrics  host ms of each step and the part outside the denoiser's forward, device ms (CUDA events; a GPU
-                only) and the peak of device memory allocated during the step;
+                only) and the peak of device memory during the step above what was in use when the first step
+                began (the pipeline's weights, other pipelines and garbage left by earlier work are not the step's:
+                with them a run that built another target first differed from one that did not);
   device_ops    the aten ops each step ran on the device, by op name and by the source line that issued them.
 A step's window runs from the end of the step before it (or, for the first, from its opening) to its end: the work
 between two denoiser calls belongs to the next step, as findings there do, so a loop iteration is one step's cost.
@@ -44,10 +46,17 @@ class StepTimer(Detector):
         self.peak_bytes: dict[int, int] = {}
         self._window_start = 0.0
         self._events: dict[int, Any] = {}  # step → CUDA event at the end of its window (-1: the first window's start)
+        self._collector = devices.CollectorFrees(options.backend)
+        self._in_use_before = 0  # device memory in use when the first step began
+        self._freed_before_window = 0  # what the collector had freed when the current window opened
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         self.cuda = self.options.backend == "cuda"
+        self._collector.__enter__()
+
+    def disarm(self) -> None:
+        self._collector.__exit__()
 
     def _mark(self, key: int) -> None:
         if self.cuda:  # recorded on the stream, read after the block: no synchronization inside it
@@ -55,17 +64,22 @@ class StepTimer(Detector):
             event.record()
             self._events[key] = event
         devices.reset_peak(self.options.backend)
+        self._freed_before_window = self._collector.freed
 
     def on_step_begin(self, step: int) -> None:
         if not self._window_start:  # the first step: its window opens here; later ones opened at the last step's end
             self._window_start = time.perf_counter()
+            self._in_use_before = devices.allocated_bytes(self.options.backend) + self._collector.freed
             self._mark(-1)
 
     def on_step_end(self, step: int) -> None:
         now = time.perf_counter()
         self.host_ms[step] = (now - self._window_start) * 1e3
         self._window_start = now
-        self.peak_bytes[step] = devices.peak_bytes(self.options.backend)
+        # Garbage the collector freed in an earlier window is counted back; in this window it may have been freed
+        # after the peak or before it, and is not (the step reads at most that much lower: never a false increase).
+        peak = devices.peak_bytes(self.options.backend) + self._freed_before_window
+        self.peak_bytes[step] = peak - self._in_use_before
         self._mark(step)
 
     def on_region(self, name: str, entering: bool) -> None:

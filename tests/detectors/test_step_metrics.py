@@ -3,9 +3,11 @@ memory of a step, device ms on a GPU; what runs between steps counts with the ne
 
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import time
+import weakref
 
 import pytest
 import torch
@@ -144,19 +146,54 @@ def test_host_ms_outside_the_denoiser_leaves_out_its_forward(backend: str, x) ->
             assert numbers["device_ms"] is None  # no device clock under emulation
 
 
-def memory_loop(g, device: torch.device) -> None:
-    for step in range(2):
+def memory_loop(g, device: torch.device, steps: int = 2, collect_in: int | None = None) -> None:
+    latents = torch.zeros(1024, device=device)  # 4 KiB made by the call before its first step
+    for step in range(steps):
         with g.step():
+            latents = latents * 0.5  # 4 KiB more while the step replaces them
             if step == 0:
                 scratch = torch.empty(4096, device=device)  # 16 KiB alive during step 0 only
                 del scratch
+            if step == collect_in:
+                gc.collect()
+
+
+def _peaks(report) -> dict[str, int]:
+    return {k: v["peak_bytes"] for k, v in report.metrics["step_metrics"].items()}
 
 
 def test_a_steps_peak_memory_counts_what_it_held_at_once(backend: str, device) -> None:
     with nosync_guard(checks=("step_metrics",), backend=backend) as g:
         memory_loop(g, device)
-    peak = {k: v["peak_bytes"] for k, v in g.report.metrics["step_metrics"].items()}
-    assert peak["0"] - peak["1"] == 4096 * 4
+    # above what was in use when the first step began (the 4 KiB latents): step 0 holds the new latents and the
+    # scratch once the old latents are gone, step 1 the new latents while the old ones are still alive
+    assert _peaks(g.report) == {"0": 4096 * 4, "1": 4096}
+
+
+def test_a_steps_peak_does_not_count_what_was_on_the_device_before_the_call(backend: str, device) -> None:
+    # Another target's pipeline built earlier in the session made a saved run of one target fail against itself.
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        memory_loop(g, device)
+    alone = _peaks(g.report)
+    other_pipeline = torch.empty(256 * 1024, device=device)  # 1 MiB in use by earlier work
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        memory_loop(g, device)
+    assert _peaks(g.report) == alone and other_pipeline.numel()
+
+
+def test_garbage_the_collector_frees_does_not_lower_the_later_steps_peaks(backend: str, device) -> None:
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        memory_loop(g, device, steps=3)
+    clean = _peaks(g.report)
+    cycle: list = [torch.empty(64 * 1024, device=device)]  # 256 KiB held by a reference cycle: earlier garbage
+    cycle.append(cycle)
+    stale = weakref.ref(cycle[0])
+    del cycle
+    with nosync_guard(checks=("step_metrics",), backend=backend) as g:
+        memory_loop(g, device, steps=3, collect_in=0)
+    assert stale() is None  # freed in step 0
+    peaks = _peaks(g.report)
+    assert (peaks["1"], peaks["2"]) == (clean["1"], clean["2"]) and peaks["0"] <= clean["0"]
 
 
 @pytest.mark.parametrize("check", ["step_metrics", "device_ops"])

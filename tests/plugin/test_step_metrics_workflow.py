@@ -1,8 +1,8 @@
 """The per-step cost gate, as a contributor uses it: save the suite's step metrics on main with pytest-benchmark,
 then compare a branch. Bug twins, run for real on the flux target: a scheduler step that does ten extra elementwise
-ops fails on device ops, naming the line; one that keeps the last step's model output alive fails on peak memory;
-one that sleeps between denoiser calls fails on host ms. The clean re-run passes. Runs that cannot be compared
-stop with a sentence."""
+ops fails on device ops, naming the line; one that keeps the latents it replaces alive into the next step fails on
+peak memory; one that sleeps between denoiser calls fails on host ms. The clean re-run passes. Runs that cannot be
+compared stop with a sentence."""
 
 from __future__ import annotations
 
@@ -39,8 +39,9 @@ def twin(request):
         if TWIN == "ops":
             for _ in range(10):
                 model_output.add_(0.0)  # twin: ops
-        elif TWIN == "memory":
-            kept[:] = [sample]  # twin: memory (the latents the step replaces stay alive into the next step)
+        elif TWIN == "memory":  # the latents the step replaces stay alive into the next step, as a loop variable would
+            last = scheduler.step_index is not None and scheduler.step_index + 1 >= len(scheduler.timesteps)
+            kept[:] = [] if last else [sample]  # twin: memory
         elif TWIN == "host":
             time.sleep(0.03)  # twin: host
         return original(model_output, timestep, sample, *args, **kwargs)
@@ -112,6 +113,21 @@ def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
     clean = _suite(project, monkeypatch, "", "--benchmark-compare=0001")
     assert clean.ret == pytest.ExitCode.OK, clean.stdout.str()[-3000:]
     clean.stdout.fnmatch_lines(["*flux * ops =, host *, peak =*"])
+
+
+def test_a_saved_target_compares_equal_when_another_pipeline_was_built_first(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved alone, compared in a run that built flux first (its syncs check): flux's weights on the device are not
+    flux2_klein's peak memory. The same commit used to fail against itself this way."""
+    klein = ["--nosync-targets=flux,flux2_klein", "-k", "test_step_metrics[flux2_klein]"]
+    assert _suite(project, monkeypatch, "", *klein, "--benchmark-save=main").ret == pytest.ExitCode.OK
+    both = "test_syncs[flux] or test_step_metrics[flux2_klein]"
+    compared = _suite(project, monkeypatch, "", "--nosync-targets=flux,flux2_klein", "-k", both, "--benchmark-compare")
+    out = compared.stdout.str()
+    assert compared.ret == pytest.ExitCode.OK, out[-3000:]
+    compared.assert_outcomes(passed=2)
+    compared.stdout.fnmatch_lines(["*flux2_klein * ops =, host *, peak =*"])
 
 
 def _edited_copy(project: pytest.Pytester, name: str, edit) -> None:
