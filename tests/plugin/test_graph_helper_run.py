@@ -8,6 +8,7 @@ own process and names the same line.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,10 @@ def test_a_graph_break_on_a_contributors_checkout_is_named_by_the_helper_and_in_
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, planted_break: tuple[Path, str], workers: str
 ) -> None:
     site, planted = planted_break
+    report = pytester.path / "report.json"
     result = _suite(
         pytester, monkeypatch, site, "--nosync-targets=wan,flux2_klein", "-k", "test_graph_breaks",
-        f"--nosync-graph-workers={workers}", "-rA",
+        f"--nosync-graph-workers={workers}", "-rA", f"--nosync-report={report}",
     )  # fmt: skip
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out[-4000:]
@@ -45,6 +47,13 @@ def test_a_graph_break_on_a_contributors_checkout_is_named_by_the_helper_and_in_
     traced = "nosync: 2 graph check(s) traced in 1 helper process(es)"
     assert (traced in out) == (workers == "1"), out[-3000:]
     assert "ran in this process instead" not in out
+    doc = json.loads(report.read_text())
+    helper_s = {t["target"]: t["metrics"].get("helper_s") for t in doc["tests"] if t["check"] == "graph_breaks"}
+    if workers == "1":  # the helper's own seconds, which the target's seconds count rather than this process's wait
+        assert all(seconds > 0 for seconds in helper_s.values()), helper_s
+        assert doc["seconds_per_target"] == {t: round(seconds, 2) for t, seconds in helper_s.items()}
+    else:
+        assert helper_s == {"wan": None, "flux2_klein": None}
 
 
 @pytest.mark.parametrize("workers", ["auto", "0"])
