@@ -11,10 +11,13 @@
 #                the same benchmark; the whole GPU run of OLD_ROOT for its wall time
 #   metrics      the step metrics' run-to-run spread (ten fresh runs) and the step-metrics bug twins on this GPU
 #   contributor  the suite from outside the repository (--nosync-suite) against each diffusers site in SITES
+#   compare      OLD_ROOT (its package on OLD_SITE) against this checkout, interleaved twice: the whole GPU run and the
+#                target suite, each with --durations and a JSON report; then this checkout's suite without the
+#                step-metrics tests
 #
 # This checkout's package and diffusers must be importable (PYTHONPATH); see ../shared/device/README.md.
 set -uo pipefail
-part=${1:?part: suite, overhead, metrics or contributor}
+part=${1:?part: suite, overhead, metrics, contributor or compare}
 out=${2:?output directory}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
@@ -66,6 +69,18 @@ metrics)
   tail -n 25 "$out/spread-gpu.log"
   timed metrics-twins python3 -m pytest -q -p no:cacheprovider tests/plugin/test_step_metrics_workflow.py \
     tests/detectors/test_step_metrics.py -rA
+  ;;
+compare)
+  whole_old() { (cd "${OLD_ROOT:?}" && PYTHONPATH="${OLD_SITE:?}" python3 -m pytest -m gpu --nosync -q -p no:cacheprovider \
+    "$@"); }
+  for round in 1 2; do
+    timed "whole-old-$round" whole_old --durations=40 --nosync-report="$out/whole-old-$round.json"
+    timed "whole-new-$round" python3 -m pytest -m gpu --nosync -q -p no:cacheprovider --durations=40 \
+      --nosync-report="$out/whole-new-$round.json"
+    timed "suite-old-$round" suite_old --durations=30
+    timed "suite-new-$round" suite_here --durations=30
+  done
+  timed suite-new-without-metrics suite_here -k "not test_step_metrics"
   ;;
 contributor)
   mkdir -p /tmp/contributor
