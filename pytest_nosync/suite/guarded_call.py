@@ -27,22 +27,32 @@ Kwargs = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
 def guarded_call(
-    pipe: Any, kwargs: Kwargs, options: GuardOptions, *, test_id: str = "", check: str = "", target: str = ""
+    pipe: Any,
+    kwargs: Kwargs,
+    options: GuardOptions,
+    *,
+    test_id: str = "",
+    check: str = "",
+    target: str = "",
+    about: Callable[[Report], Report] | None = None,
 ) -> Report:
     """Call `pipe(**kwargs)` under a guard whose steps end at the pipeline's step callback, and return its report.
 
     `kwargs` is built before the guard is entered: making them (host tensors copied to the device) is the harness's
     work, not the pipeline's. Given as a function, each call gets fresh ones (a generator is consumed by a call).
-    In "on-failure" trace mode a failing call is made again under the profiler and the trace attached: passing
-    calls pay nothing for tracing. A recompile under `fail_on_recompile` ends the call; the guard has recorded it.
-    Fail-fast mode's raise goes on to the test, at the offending line.
+    `about`: the part of a report the caller judges (a regression case keeps the findings it is about), applied to
+    the report returned. In "on-failure" trace mode a call failing on that part is made again under the profiler
+    and the trace attached: passing calls pay nothing for tracing, also when the guard saw findings the caller
+    leaves out. A recompile under `fail_on_recompile` ends the call; the guard has recorded it. Fail-fast mode's
+    raise goes on to the test, at the offending line.
     """
     make = kwargs if callable(kwargs) else lambda: kwargs
-    report = _call(pipe, make(), options, test_id, check, target)
+    keep = about or (lambda report: report)
+    report = keep(_call(pipe, make(), options, test_id, check, target))
     trace = options.trace
     if report.passed is False and trace is not None and trace.mode == "on-failure" and not trace.nsys:
         traced = _call(pipe, make(), replace(options, trace=replace(trace, mode="always")), test_id, check, target)
-        attach_trace(report, traced)
+        attach_trace(report, keep(traced))
     return report
 
 

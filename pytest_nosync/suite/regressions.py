@@ -125,7 +125,7 @@ def pipeline_begin_index_case(
 ) -> Report:
     """A pipeline call's syncs that come from the scheduler looking up its first step index."""
     options = replace(options or GuardOptions(), checks=("syncs",))
-    return from_step_index_lookup(guarded_call(pipe, call_kwargs, options, **report))
+    return guarded_call(pipe, call_kwargs, options, about=from_step_index_lookup, **report)
 
 
 # ---- 3. cached hook registries -------------------------------------------------------------------
@@ -165,10 +165,9 @@ def cache_context_case(
         _disable(model, cache_config)
         return error_report(exc, options, **report)
     try:
-        walks = guarded_call(pipe, lambda: call_kwargs(steps), options, **report)
+        return guarded_call(pipe, lambda: call_kwargs(steps), options, about=from_cache_context, **report)
     finally:
         _disable(model, cache_config)
-    return from_cache_context(walks)
 
 
 def _disable(model: Any, cache_config: Any) -> None:
@@ -216,7 +215,7 @@ def modulate_index_case(pipe: Any, call_kwargs: Kwargs, options: GuardOptions | 
             pipe(**(call_kwargs() if callable(call_kwargs) else call_kwargs))
     except Exception as exc:
         return error_report(exc, options, **report)
-    return from_denoiser_after_first_step(guarded_call(pipe, call_kwargs, options, **report))
+    return guarded_call(pipe, call_kwargs, options, about=from_denoiser_after_first_step, **report)
 
 
 # ---- helpers -------------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ import torch
 
 from pytest_nosync.baseline import Baseline, Entry
 from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.profiling.config import TraceConfig
 from pytest_nosync.run_report import diffusers_version
 from pytest_nosync.suite import regressions
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
-from tests.twins import hooks_prefix
+from tests.twins import hooks_prefix, pipeline_twins
 from tests.twins.modulate_index_fix import ReuseIntIndexTensors
 
 
@@ -39,6 +40,25 @@ def test_pipeline_without_set_begin_index_is_caught(backend, device, monkeypatch
     wheres = {f.where.rsplit("/", 1)[-1].split(":")[0] for f in forgot.failures}
     assert wheres == {"scheduling_flow_match_euler_discrete.py"}, forgot.findings
     assert {f.step for f in forgot.failures} == {0}
+
+
+def test_a_case_is_profiled_only_when_it_fails_itself(backend, device, monkeypatch, tmp_path) -> None:
+    # The guard also sees a sync the case is not about (the twin's .item() in the transformer): the case passes and
+    # is not run again under the profiler. The pre-fix pipeline fails the case, and is.
+    pipe, call_kwargs = _pipe("flux", device)
+    pipeline_twins.install_sync(pipe.transformer)
+    options = GuardOptions(backend=backend, trace=TraceConfig(mode="on-failure", directory=str(tmp_path)))
+    clean = regressions.pipeline_begin_index_case(pipe, call_kwargs(2), options=options)
+    assert clean.passed and clean.findings == [] and "trace" not in clean.artifacts
+    assert not list(tmp_path.iterdir())
+
+    monkeypatch.setattr(pipe.scheduler, "set_begin_index", lambda begin_index=0: None)
+    forgot = regressions.pipeline_begin_index_case(pipe, lambda: call_kwargs(2), options=options)
+    assert not forgot.passed and forgot.artifacts["trace"].startswith(str(tmp_path))
+    assert forgot.metrics["trace_rerun_reproduced"] is True  # judged on the case's own findings in both runs
+    assert {f.where.rsplit("/", 1)[-1].split(":")[0] for f in forgot.failures} == {
+        "scheduling_flow_match_euler_discrete.py"
+    }
 
 
 def test_cache_context_walk_is_caught(backend, device, monkeypatch) -> None:
