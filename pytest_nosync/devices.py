@@ -99,6 +99,16 @@ class CollectorFrees:
         if self._on_collection in gc.callbacks:
             gc.callbacks.remove(self._on_collection)
 
+    def in_use(self) -> int:
+        """Device memory in use now with what the collector freed counted back, read consistently: reading CUDA's
+        counter builds a dict in Python, which can start a collection after the counter was read (seen on an H200:
+        a young reference cycle freed there was counted twice)."""
+        while True:
+            freed = self.freed
+            allocated = allocated_bytes(self.backend)
+            if self.freed == freed:
+                return allocated + freed
+
     def _on_collection(self, phase: str, info: dict[str, Any]) -> None:
         allocated = allocated_bytes(self.backend)
         if phase == "start":

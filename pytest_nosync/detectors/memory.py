@@ -140,7 +140,7 @@ class MemoryDetector(Detector):
 
     def _amount(self) -> int:
         """Device memory in use, with what the collector freed during the block counted back."""
-        return devices.allocated_bytes(self.options.backend) + self._collector.freed
+        return self._collector.in_use()
 
     def on_step_begin(self, step: int) -> None:
         self._begin[step] = self._amount()

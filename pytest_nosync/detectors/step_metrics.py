@@ -69,7 +69,7 @@ class StepTimer(Detector):
     def on_step_begin(self, step: int) -> None:
         if not self._window_start:  # the first step: its window opens here; later ones opened at the last step's end
             self._window_start = time.perf_counter()
-            self._in_use_before = devices.allocated_bytes(self.options.backend) + self._collector.freed
+            self._in_use_before = self._collector.in_use()
             self._mark(-1)
 
     def on_step_end(self, step: int) -> None:

@@ -11,7 +11,7 @@ import weakref
 import pytest
 import torch
 
-from pytest_nosync import nosync_guard
+from pytest_nosync import devices, nosync_guard
 
 
 def leaky_loop(g, device: torch.device, steps: int = 4, collect_in: int | None = None) -> list[torch.Tensor]:
@@ -77,6 +77,28 @@ def test_the_clean_twin_with_garbage_freed_mid_step_grows_nothing(backend: str, 
     assert stale() is None
     assert g.report.passed and g.report.findings == []
     assert set(g.report.metrics["alloc_bytes_per_step"].values()) == {0}
+
+
+def test_memory_in_use_is_read_consistently_when_reading_the_counter_starts_a_collection(
+    backend: str, device, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # CUDA's counter is read into a dict built in Python, which can start a collection once the value is read: the
+    # young cycle freed there was counted twice on an H200 (in use + freed), and later steps read 256 KiB low.
+    stale = garbage_from_earlier_work(device)
+    real = devices.allocated_bytes
+    collected: list[int] = []
+
+    def read_then_collect(name: str) -> int:
+        value = real(name)
+        if not collected:
+            collected.append(gc.collect())  # the collection starts after the value was read
+        return value
+
+    with devices.CollectorFrees(backend) as watch:
+        before = real(backend)
+        monkeypatch.setattr(devices, "allocated_bytes", read_then_collect)
+        assert watch.in_use() == before  # not before + 256 KiB
+    assert stale() is None and collected and watch.freed == 256 * 1024
 
 
 def test_the_collector_callback_is_removed_when_the_block_raises(backend: str, device) -> None:
