@@ -47,3 +47,11 @@ def test_diffusers_main_runs_daily_and_on_demand_in_contributor_mode() -> None:
         assert "--nosync-suite" in steps and "-m gpu --nosync" in steps and "--nosync-baseline" not in steps
         assert "timeout-minutes" in job
     assert flow["jobs"]["gpu"]["if"] == "vars.NOSYNC_GPU_RUNNER == 'true'"
+
+
+def test_path_options_are_given_with_an_equals_sign() -> None:
+    # as the README asks: a path after a space that exists (a report left by an earlier run) is taken for a test path
+    for path in WORKFLOWS.glob("*.yml"):
+        text = path.read_text()
+        for option in ("--nosync-report", "--nosync-trace-dir", "--nosync-baseline", "--nosync-baseline-write"):
+            assert f"{option} " not in text, f"{path.name}: {option} PATH (write {option}=PATH)"
