@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .. import devices
-from . import graph_helpers, options, usage, xdist
+from . import graph_helpers, options, suite_collection, usage, xdist
 from .fixtures import add_suite_to_args, generate_target_params, marker_values
 from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
 from .fixtures import nosync_call_context as nosync_call_context
@@ -67,6 +67,16 @@ def pytest_configure_node(node: Any) -> None:
     known = node.config.stash.get(BASELINE, None)
     if known is not None:
         node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(known.path)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    return suite_collection.directory(path, parent)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Any, parent: pytest.Collector) -> pytest.Module | None:
+    return suite_collection.module(module_path, parent)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 diffusers = pytest.importorskip("diffusers")
+PACKAGE = Path(__file__).parents[2] / "pytest_nosync"
 
 SHIFTED_FILES = (
     "schedulers/scheduling_unipc_multistep.py",
@@ -105,3 +106,21 @@ def test_a_new_sync_beside_a_known_one_still_fails(
             f"  htod_sync     *diffusers/schedulers/scheduling_unipc_multistep.py:{line}  — step 0 *",
         ]
     )
+
+
+def test_the_checkout_runs_when_pytest_nosync_is_installed_beside_a_released_diffusers(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """pytest-nosync and a released diffusers in one directory (site-packages, `pip install --target`), the branch's
+    diffusers first on PYTHONPATH. Collected by path, the suite put that directory first on sys.path: the release ran,
+    the branch's new sync went unseen, and the run was green (seen on the device, where both are installed so)."""
+    installed = tmp_path / "installed"
+    _copy(installed)
+    shutil.copytree(PACKAGE, installed / "pytest_nosync", ignore=shutil.ignore_patterns("__pycache__"))
+    path = _copy(tmp_path / "branch") / "schedulers/scheduling_unipc_multistep.py"
+    line = _edit(path, UNIPC_COPY, UNIPC_COPY + "\n        scale = float(sigma_t)")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(installed), os.environ.get("PYTHONPATH", "")]))
+    result = _suite(pytester, monkeypatch, tmp_path / "branch", "--nosync-targets=wan", "-k", "test_syncs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"nosync: backend *, diffusers * ({tmp_path / 'branch' / 'diffusers'})"])
+    result.stdout.fnmatch_lines([f"  dtoh_sync     *{path}:{line + 1}  — step 0 *"])
