@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
+import re
+import sys
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,9 +20,40 @@ import torch
 from . import devices
 from .findings import SCHEMA_VERSION, Report
 
+_VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
+
+
+def _diffusers_origin() -> str | None:
+    """The `__init__.py` of the diffusers this process imported, or would import first (found, not imported)."""
+    module = sys.modules.get("diffusers")
+    if module is not None:
+        return getattr(module, "__file__", None)
+    try:
+        spec = importlib.util.find_spec("diffusers")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+
+def diffusers_location() -> str | None:
+    """The directory of the diffusers under test: a contributor's checkout or an installed release."""
+    origin = _diffusers_origin()
+    return os.path.dirname(origin) if origin else None
+
 
 def diffusers_version() -> str | None:
-    """The installed diffusers version, read from its metadata (no import: diffusers pulls in dynamo)."""
+    """The version of the diffusers under test, read from its own `__init__.py` without importing it (diffusers pulls
+    in dynamo): a checkout on PYTHONPATH is its own version, not that of a release installed beside it, whose metadata
+    is the answer only when the source does not say."""
+    module = sys.modules.get("diffusers")
+    if getattr(module, "__version__", None):
+        return str(module.__version__)
+    origin = _diffusers_origin()
+    if origin and origin.endswith(".py"):
+        with contextlib.suppress(OSError):
+            match = _VERSION.search(Path(origin).read_text(encoding="utf-8"))
+            if match:
+                return match.group(1)
     try:
         return importlib.metadata.version("diffusers")
     except importlib.metadata.PackageNotFoundError:
@@ -40,6 +75,7 @@ def environment(backend: str = "") -> dict[str, Any]:
         "torch": str(torch.__version__),  # a str subclass that xdist's transport (execnet) cannot send
         "cuda": torch.version.cuda,
         "diffusers": diffusers,
+        "diffusers_path": diffusers_location(),
         "device": device or "cpu",
         "backend": backend,
     }

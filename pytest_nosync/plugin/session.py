@@ -80,7 +80,7 @@ class NosyncSession:
         line = (
             f"nosync: backend {self.settings.backend} ({env['device']}), mode {mode}, "
             f"profiler {'on' if profiler else 'off'}, trace {trace}, torch {env['torch']}, "
-            f"diffusers {env['diffusers']}"
+            f"diffusers {env['diffusers']} ({env['diffusers_path']})"
         )
         lines = [line]
         known = config.stash.get(BASELINE, None)

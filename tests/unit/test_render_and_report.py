@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -96,3 +97,17 @@ def test_unwritable_report_path_is_a_sentence(tmp_path) -> None:
         run_report.check_writable(str(blocker / "report.json"))
     run_report.check_writable(str(tmp_path / "new" / "dir" / "report.json"))  # creatable: fine, and not created
     assert not (tmp_path / "new").exists()
+
+
+def test_the_diffusers_under_test_is_the_one_found_first_with_its_own_version(tmp_path, monkeypatch) -> None:
+    # a checkout on the path before an installed release: its version is its source's, not the release's metadata
+    checkout = tmp_path / "branch" / "diffusers"
+    checkout.mkdir(parents=True)
+    (checkout / "__init__.py").write_text('__version__ = "0.99.0.dev0"\n')
+    monkeypatch.delitem(sys.modules, "diffusers", raising=False)  # not imported yet: found, never imported
+    monkeypatch.syspath_prepend(str(tmp_path / "branch"))
+    assert run_report.diffusers_version() == "0.99.0.dev0"
+    assert run_report.diffusers_location() == str(checkout)
+    assert "diffusers" not in sys.modules
+    env = run_report.environment("emulate")
+    assert (env["diffusers"], env["diffusers_path"]) == ("0.99.0.dev0", str(checkout))
