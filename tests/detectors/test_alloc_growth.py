@@ -6,12 +6,12 @@ from __future__ import annotations
 import gc
 import inspect
 import os
-import weakref
 
 import pytest
 import torch
 
 from pytest_nosync import devices, nosync_guard
+from tests.twins.collected_garbage import garbage_from_earlier_work
 
 
 def leaky_loop(g, device: torch.device, steps: int = 4, collect_in: int | None = None) -> list[torch.Tensor]:
@@ -22,7 +22,7 @@ def leaky_loop(g, device: torch.device, steps: int = 4, collect_in: int | None =
             y = x * 2
             kept.append(y + 1)  # leak
             if step == collect_in:
-                gc.collect()  # the cyclic collector, run where it happened to run on the H100
+                gc.collect()  # the cyclic collector, run in the middle of a step as it may run by itself
     return kept
 
 
@@ -33,14 +33,6 @@ def clean_loop(g, device: torch.device, steps: int = 4, collect_in: int | None =
             x = x * 2 + 1
             if step == collect_in:
                 gc.collect()
-
-
-def garbage_from_earlier_work(device: torch.device) -> weakref.ref:
-    """256 KiB on the device held only by a reference cycle, as a previous test's pipeline can be: only the cyclic
-    collector frees it."""
-    cycle: list = [torch.ones(64 * 1024, device=device)]
-    cycle.append(cycle)
-    return weakref.ref(cycle[0])
 
 
 def _leak_line() -> str:

@@ -7,7 +7,6 @@ import gc
 import inspect
 import os
 import time
-import weakref
 
 import pytest
 import torch
@@ -15,6 +14,7 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from pytest_nosync import nosync_guard
 from pytest_nosync.step_metrics import identify_sites
+from tests.twins.collected_garbage import garbage_from_earlier_work
 
 
 def _line(function, marker: str) -> str:
@@ -185,10 +185,7 @@ def test_garbage_the_collector_frees_does_not_lower_the_later_steps_peaks(backen
     with nosync_guard(checks=("step_metrics",), backend=backend) as g:
         memory_loop(g, device, steps=3)
     clean = _peaks(g.report)
-    cycle: list = [torch.empty(64 * 1024, device=device)]  # 256 KiB held by a reference cycle: earlier garbage
-    cycle.append(cycle)
-    stale = weakref.ref(cycle[0])
-    del cycle
+    stale = garbage_from_earlier_work(device)
     with nosync_guard(checks=("step_metrics",), backend=backend) as g:
         memory_loop(g, device, steps=3, collect_in=0)
     assert stale() is None  # freed in step 0
