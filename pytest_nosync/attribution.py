@@ -8,12 +8,14 @@ torch and outside this plugin's machinery; the frames in between stay in the sta
 from __future__ import annotations
 
 import functools
+import itertools
 import linecache
 import os
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -36,6 +38,7 @@ def _real(filename: str) -> str:
         return filename
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every frame of every sync's stack
 def is_internal(filename: str) -> bool:
     """True for frames that never get the blame: torch, this plugin's machinery, warnings plumbing."""
     if filename.startswith("<"):
@@ -57,25 +60,59 @@ def _is_user_facing(path: str) -> bool:
     return os.path.dirname(path) + os.sep == _SUITE_DIR and os.path.basename(path).startswith("test_")
 
 
-def frames_from(frame: types.FrameType | None, limit: int = 64) -> list[Frame]:
-    """The stack from `frame` outwards (innermost first), with source lines."""
-    return [with_line(f) for f in raw_frames(frame, limit)]
+def frames_from(frame: types.FrameType | None, limit: int = 64) -> Iterator[Frame]:
+    """The stack from `frame` outwards (innermost first), lazily: `attribute` stops at the frames a finding keeps
+    (a sync site is often 40+ frames deep in a pipeline)."""
+    count = 0
+    while frame is not None and count < limit:
+        code = frame.f_code
+        yield _frame_at(code, frame.f_lineno or code.co_firstlineno)
+        frame = frame.f_back
+        count += 1
 
 
 def raw_frames(frame: types.FrameType | None, limit: int = 64) -> list[Frame]:
-    """Like frames_from without reading source lines: cheap enough for a hot path."""
-    out: list[Frame] = []
-    while frame is not None and len(out) < limit:
-        code = frame.f_code
-        out.append(Frame(code.co_filename, frame.f_lineno or code.co_firstlineno, code.co_name))
-        frame = frame.f_back
-    return out
+    """The stack from `frame` outwards as a list (an allocation site kept as a key)."""
+    return list(frames_from(frame, limit))
 
 
 def with_line(frame: Frame) -> Frame:
     if frame.line:
         return frame
     return Frame(frame.filename, frame.lineno, frame.function, linecache.getline(frame.filename, frame.lineno).strip())
+
+
+class _PerCode:
+    """A bounded cache keyed by a code object's identity and a position in it, the code object held alive beside each
+    answer (a sync site repeats every step; hashing a code object would hash all its constants)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._entries: dict[tuple[int, Any], tuple[types.CodeType, Any]] = {}
+
+    def get(self, code: types.CodeType, position: Any, compute: Callable[[], Any]) -> Any:
+        key = (id(code), position)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] is code:
+            return entry[1]
+        if len(self._entries) >= self._size:
+            self._entries.clear()
+        value = compute()
+        self._entries[key] = (code, value)
+        return value
+
+
+_FRAMES = _PerCode(8192)
+_EXPRESSIONS = _PerCode(4096)
+
+
+def _frame_at(code: types.CodeType, lineno: int) -> Frame:
+    """A frame with its source line, built once per code object and line."""
+    return _FRAMES.get(
+        code,
+        lineno,
+        lambda: Frame(code.co_filename, lineno, code.co_name, linecache.getline(code.co_filename, lineno).strip()),
+    )
 
 
 def frames_from_traceback(tb: types.TracebackType | None) -> list[Frame]:
@@ -95,16 +132,26 @@ def attribute(frames: Iterable[Frame]) -> tuple[str, tuple[Frame, ...]]:
 
     The short stack starts at the innermost frame that is not plugin or warnings plumbing (so a frame
     inside torch that issued the sync stays visible) and ends STACK_DEPTH frames past the blamed one.
+    Frames past the short stack are not read.
     """
-    frames = [f for f in frames if not _is_plumbing(f.filename)]
-    if not frames:
+    kept: list[Frame] = []
+    blamed: int | None = None
+    for frame in frames:
+        if _is_plumbing(frame.filename):
+            continue
+        kept.append(frame)
+        if blamed is None and not is_internal(frame.filename):
+            blamed = len(kept) - 1
+        if blamed is not None and len(kept) >= blamed + STACK_DEPTH:
+            break
+    if not kept:
         return "<unknown>:0", ()
-    blamed = next((i for i, f in enumerate(frames) if not is_internal(f.filename)), None)
     if blamed is None:
-        return frames[0].where, tuple(with_line(f) for f in frames[:STACK_DEPTH])
-    return frames[blamed].where, tuple(with_line(f) for f in frames[: blamed + STACK_DEPTH])
+        return kept[0].where, tuple(with_line(f) for f in kept[:STACK_DEPTH])
+    return kept[blamed].where, tuple(with_line(f) for f in kept[: blamed + STACK_DEPTH])
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_plumbing(filename: str) -> bool:
     path = _real(filename)
     if path.startswith(_PLUGIN_DIR) and not _is_user_facing(path):
@@ -132,15 +179,21 @@ def executing_expression(
         return "", ""
     code = frame.f_code
     lasti = frame.f_lasti if lasti is None else lasti
-    line = linecache.getline(code.co_filename, lineno or frame.f_lineno or 0)
+    lineno = lineno or frame.f_lineno or 0
+    return _EXPRESSIONS.get(code, (lasti, lineno), lambda: _expression_at(code, lasti, lineno))
+
+
+def _expression_at(code: types.CodeType, lasti: int, lineno: int) -> tuple[str, str]:
+    """Looked up once per instruction: finding an instruction's position walks the code object's position table (a
+    pipeline's `__call__` has thousands of entries: ~0.35 ms a sync on an H200)."""
+    line = linecache.getline(code.co_filename, lineno)
     positions = getattr(code, "co_positions", None)
     if positions is None:
         return line.strip(), ""
-    index = lasti // 2
     try:
-        start, end, col, end_col = list(positions())[index]
+        start, end, col, end_col = next(itertools.islice(positions(), lasti // 2, None))
         opname = _opname(code, lasti)
-    except (IndexError, ValueError):
+    except (StopIteration, ValueError):
         return line.strip(), ""
     if start is None or col is None or end_col is None:
         return line.strip(), opname

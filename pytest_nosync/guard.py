@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -204,7 +204,7 @@ class Guard:
     def record(
         self,
         kind: str,
-        frames: Sequence[Frame],
+        frames: Iterable[Frame],
         *,
         hint: str = "",
         detail: str = "",

@@ -7,6 +7,7 @@ which way the data moved and how to fix it. Adding a pattern is adding one entry
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -109,6 +110,7 @@ class Diagnosis:
     hint: str
 
 
+@functools.lru_cache(maxsize=1024)  # a sync site repeats every step
 def diagnose(expression: str, opname: str = "", default_kind: str = "dtoh_sync") -> Diagnosis:
     """Classify the expression that was executing when a sync happened."""
     if opname.startswith(_CONDITION_OPS):

@@ -7,7 +7,7 @@ disarmed, also when the block raised. It reports through `ctx.record(...)` or re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -53,7 +53,7 @@ class StepContext(Protocol):
     def unobserved(self) -> AbstractContextManager[None]:
         """The plugin's own work inside the block: detectors record nothing and raise nothing in it."""
 
-    def record(self, kind: str, frames: Sequence[Frame], **details: Any) -> Finding:
+    def record(self, kind: str, frames: Iterable[Frame], **details: Any) -> Finding:
         """Record a finding at the current step and region, blaming the first frame outside torch. `details`:
         hint, detail, source, count and data, as in Finding."""
 

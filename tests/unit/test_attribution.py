@@ -49,6 +49,40 @@ def test_executing_expression_picks_the_running_call_of_a_line() -> None:
     assert first == 2
 
 
+def test_frames_past_the_short_stack_are_not_read() -> None:
+    # A sync site is often 40+ frames deep: attribution stops at the frames a finding keeps.
+    read: list[int] = []
+
+    def stack():
+        yield Frame(TORCH_FILE, 10, "norm")
+        for depth in range(60):
+            read.append(depth)
+            yield Frame(f"/repo/layer{depth}.py", depth + 1, "forward")
+
+    where, kept = attribution.attribute(stack())
+    assert where == "/repo/layer0.py:1"
+    assert len(kept) == attribution.STACK_DEPTH + 1  # the torch frame, then the blamed one and those past it
+    assert len(read) == attribution.STACK_DEPTH
+
+
+def test_a_stack_carries_its_source_lines() -> None:
+    for _ in range(2):  # built once per code position, then reused
+        here = attribution.raw_frames(sys._getframe())[0]
+        assert here.line == "here = attribution.raw_frames(sys._getframe())[0]"
+        assert here.function == "test_a_stack_carries_its_source_lines"
+
+
+def _other_expression_here():
+    return attribution.executing_expression(sys._getframe(1))
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions need Python 3.11")
+def test_a_repeated_site_reads_its_own_expression_each_time() -> None:
+    for _ in range(3):  # looked up once per instruction: two calls on one line must not share an answer
+        first, second = _expression_here(), _other_expression_here()
+        assert (first[0], second[0]) == ("_expression_here()", "_other_expression_here()")
+
+
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="column positions need Python 3.11")
 def test_an_error_raised_inside_the_plugin_is_read_at_the_callers_expression() -> None:
     # Error mode reads the raising line's expression to name the sync. Raised inside a wrapper (the emulation's
