@@ -1,11 +1,13 @@
 """Guard overhead on the suite's targets: each guard configuration as a ratio of interleaved medians to the plain call.
 
-    python benchmarks/guard_overhead.py [--targets flux,wan,ltx2] [--calls 40] [--steps 4] [--json out.json]
+    python benchmarks/guard_overhead.py [--targets flux,wan,ltx2] [--calls 100] [--steps 4] [--json out.json]
 
 For each target, a warm tiny pipeline (the execution device of the backend: cuda on a GPU, the emulated device
-otherwise) is called plain and under each configuration, round after round, so that drift hits every variant
-alike; tiny calls vary ±25% between two plain runs, hence many calls and medians. It runs against an earlier
-checkout of pytest-nosync too (its package first on PYTHONPATH), so before and after are measured alike. Configurations:
+otherwise) is called plain and under each configuration, one call of each per round, and each ratio is the median
+of a variant's call over the plain call of its round; tiny calls vary ±25% between rounds, hence many rounds. On
+CUDA it first reports a sync's cost under sync debug mode and under the guard, and an empty guard's, in µs. It runs
+against an earlier checkout of pytest-nosync too (its package first on PYTHONPATH), so before and after are measured
+alike. Configurations:
   sync debug mode  torch's own `set_sync_debug_mode("warn")`, warnings recorded, no guard: the floor of a sync check
                    (CUDA only)
   syncs            the sync check alone (what every suite sync test pays)
@@ -81,33 +83,87 @@ def variants(name: str, backend: str, steps: int) -> dict[str, Callable[[], None
     return {"plain": call, **floor, **{label: guarded(options) for label, options in CONFIGURATIONS.items()}}
 
 
-def measure(name: str, backend: str, calls: int, steps: int, rounds: int = 4) -> dict[str, Any]:
+def measure(name: str, backend: str, calls: int, steps: int) -> dict[str, Any]:
+    """Paired: each round calls every variant once, in a rotated order, and a variant's ratio is the median over
+    rounds of its call over the plain call of the same round (drift between rounds cancels; a tiny call moves by
+    ±25% between rounds)."""
     runs = variants(name, backend, steps)
     for fn in runs.values():
         timed(fn, 2)  # warm-up: first-call work, the profiler's first start
+    labels = list(runs)
     samples: dict[str, list[float]] = {label: [] for label in runs}
-    for _ in range(rounds):
-        for label, fn in runs.items():
-            per_round = max(2, calls // (rounds * 4)) if label == "profiler confirm" else calls // rounds
-            samples[label] += timed(fn, per_round)
-    base = statistics.median(samples["plain"])
+    ratios: dict[str, list[float]] = {label: [] for label in runs}
+    for round_ in range(calls):
+        shift = round_ % len(labels)
+        this_round: dict[str, float] = {}
+        for label in labels[shift:] + labels[:shift]:
+            if label == "profiler confirm" and round_ % 4:
+                continue  # the profiler's start and stop are slow: a quarter of the calls
+            this_round[label] = timed(runs[label], 1)[0]
+        for label, ms in this_round.items():
+            samples[label].append(ms)
+            ratios[label].append(ms / this_round["plain"])
     return {
-        label: {"median_ms": round(statistics.median(v), 3), "ratio": round(statistics.median(v) / base, 3),
+        label: {"median_ms": round(statistics.median(v), 3), "ratio": round(statistics.median(ratios[label]), 3),
                 "calls": len(v)}
         for label, v in samples.items()
     }  # fmt: skip
 
 
+def per_sync(syncs: int = 50, calls: int = 100) -> dict[str, float]:
+    """What a sync costs under torch's sync debug mode alone and under the guard, and an empty guard's own cost
+    (arm and disarm), in microseconds: the parts of a guarded call's overhead, without the call's noise."""
+    x = torch.ones(4, device="cuda")
+
+    def loop() -> None:
+        for _ in range(syncs):
+            x.sum().item()
+
+    def sync_debug_mode() -> None:
+        previous = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                loop()
+            finally:
+                torch.cuda.set_sync_debug_mode(previous)
+
+    def guarded() -> None:
+        with nosync_guard(None, checks=("syncs",), backend="cuda", whole_block=True):
+            loop()
+
+    def empty() -> None:
+        with nosync_guard(None, checks=("syncs",), backend="cuda", whole_block=True, device_work=False):
+            pass
+
+    runs = {"loop": loop, "sync debug mode": sync_debug_mode, "guard": guarded, "empty guard": empty}
+    for fn in runs.values():
+        timed(fn, 3)
+    samples: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(calls):
+        for label, fn in runs.items():
+            samples[label] += timed(fn, 1)
+    ms = {label: statistics.median(v) for label, v in samples.items()}
+    return {
+        "sync_us, sync debug mode": round((ms["sync debug mode"] - ms["loop"]) / syncs * 1e3, 2),
+        "sync_us, guard": round((ms["guard"] - ms["loop"]) / syncs * 1e3, 2),
+        "empty guard_us": round(ms["empty guard"] * 1e3, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--targets", default="flux,wan,ltx2")
-    parser.add_argument("--calls", type=int, default=40)
+    parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--json")
     args = parser.parse_args()
     backend = devices.resolve(args.backend)
     results: dict[str, Any] = {"backend": backend, "steps": args.steps}
+    if backend == "cuda":
+        results["per sync"] = per_sync()
     for name in args.targets.split(","):
         results[name] = measure(name, backend, args.calls, args.steps)
     emit(results, devices.execution_device(backend), args.json)

@@ -7,8 +7,8 @@
 #   suite        the whole GPU run (suite, regression cases, twins, step metrics) with its JSON report; then the target
 #                suite of OLD_ROOT (an earlier checkout, its package and diffusers on OLD_SITE) and of this checkout,
 #                with and without the step metrics tests, interleaved twice: wall times side by side
-#   overhead     guard overhead (ratios of interleaved medians) of the package on OLD_SITE and of this checkout, by
-#                the same benchmark; the whole GPU run of OLD_ROOT for its wall time
+#   overhead     guard overhead (paired ratios to the plain call, a sync's µs) of the package on OLD_SITE and of this
+#                checkout, by the same benchmark; the whole GPU run of OLD_ROOT for its wall time
 #   metrics      the step metrics' run-to-run spread (ten fresh runs) and the step-metrics bug twins on this GPU
 #   contributor  the suite from outside the repository (--nosync-suite) against each diffusers site in SITES
 #   compare      OLD_ROOT (its package on OLD_SITE) against this checkout, interleaved twice: the whole GPU run and the
@@ -53,11 +53,11 @@ suite)
   ;;
 overhead)
   if [ -n "${OLD_ROOT:-}" ]; then  # this checkout's benchmark, importing the earlier package
-    (cd /tmp && PYTHONPATH="$OLD_SITE" python3 "$here/benchmarks/guard_overhead.py" --calls 40 \
+    (cd /tmp && PYTHONPATH="$OLD_SITE" python3 "$here/benchmarks/guard_overhead.py" \
       --json "$out/overhead-old.json") > "$out/overhead-old.log" 2>&1
     tail -n 40 "$out/overhead-old.log"
   fi
-  python3 benchmarks/guard_overhead.py --calls 40 --json "$out/overhead-new.json" > "$out/overhead-new.log" 2>&1
+  python3 benchmarks/guard_overhead.py --json "$out/overhead-new.json" > "$out/overhead-new.log" 2>&1
   tail -n 40 "$out/overhead-new.log"
   if [ -n "${OLD_ROOT:-}" ]; then
     timed whole-old bash -c "cd '$OLD_ROOT' && PYTHONPATH='$OLD_SITE' python3 -m pytest -m gpu --nosync -q \
