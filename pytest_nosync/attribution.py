@@ -64,9 +64,12 @@ def frames_from(frame: types.FrameType | None, limit: int = 64) -> Iterator[Fram
     """The stack from `frame` outwards (innermost first), lazily: `attribute` stops at the frames a finding keeps
     (a sync site is often 40+ frames deep in a pipeline)."""
     count = 0
+    seen = _FRAMES.entries  # read inline: a function call per frame cost more than the frame
     while frame is not None and count < limit:
         code = frame.f_code
-        yield _frame_at(code, frame.f_lineno or code.co_firstlineno)
+        lineno = frame.f_lineno or code.co_firstlineno
+        entry = seen.get((id(code), lineno))
+        yield entry[1] if entry is not None and entry[0] is code else _frame_at(code, lineno)
         frame = frame.f_back
         count += 1
 
@@ -88,17 +91,17 @@ class _PerCode:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: dict[tuple[int, Any], tuple[types.CodeType, Any]] = {}
+        self.entries: dict[tuple[int, Any], tuple[types.CodeType, Any]] = {}
 
     def get(self, code: types.CodeType, position: Any, compute: Callable[[], Any]) -> Any:
         key = (id(code), position)
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and entry[0] is code:
             return entry[1]
-        if len(self._entries) >= self._size:
-            self._entries.clear()
+        if len(self.entries) >= self._size:
+            self.entries.clear()
         value = compute()
-        self._entries[key] = (code, value)
+        self.entries[key] = (code, value)
         return value
 
 
@@ -137,18 +140,29 @@ def attribute(frames: Iterable[Frame]) -> tuple[str, tuple[Frame, ...]]:
     kept: list[Frame] = []
     blamed: int | None = None
     for frame in frames:
-        if _is_plumbing(frame.filename):
+        role = _role(frame.filename)
+        if role == _PLUMBING:
             continue
         kept.append(frame)
-        if blamed is None and not is_internal(frame.filename):
+        if blamed is None and role == _BLAMED:
             blamed = len(kept) - 1
         if blamed is not None and len(kept) >= blamed + STACK_DEPTH:
             break
     if not kept:
         return "<unknown>:0", ()
-    if blamed is None:
-        return kept[0].where, tuple(with_line(f) for f in kept[:STACK_DEPTH])
-    return kept[blamed].where, tuple(with_line(f) for f in kept[: blamed + STACK_DEPTH])
+    short = kept[:STACK_DEPTH] if blamed is None else kept[: blamed + STACK_DEPTH]
+    return kept[blamed or 0].where, tuple(f if f.line else with_line(f) for f in short)
+
+
+_PLUMBING, _INTERNAL, _BLAMED = 0, 1, 2
+
+
+@functools.lru_cache(maxsize=4096)
+def _role(filename: str) -> int:
+    """What attribution does with a frame of this file: skip it (plumbing), keep it for context (torch), or blame it."""
+    if _is_plumbing(filename):
+        return _PLUMBING
+    return _INTERNAL if is_internal(filename) else _BLAMED
 
 
 @functools.lru_cache(maxsize=4096)
