@@ -7,15 +7,36 @@ Library use, without pytest:
     with nosync_guard(pipe) as g:
         pipe(prompt_embeds=..., num_inference_steps=2, callback_on_step_end=g.callback_on_step_end)
     print(render_report(g.report))
+
+The names below are imported on first use: pytest loads this package's plugin in every run of an environment that
+has it installed, and a run that checks nothing should not import torch for it.
 """
 
-from .devices import execution_device
-from .findings import Finding, Frame, Report
-from .guard import Guard, nosync_guard
-from .guard_options import GuardOptions
-from .policy import AllowEntry, Policy
-from .render import render_report
+from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .devices import execution_device
+    from .findings import Finding, Frame, Report
+    from .guard import Guard, nosync_guard
+    from .guard_options import GuardOptions
+    from .policy import AllowEntry, Policy
+    from .render import render_report
+
+_HOMES = {
+    "AllowEntry": "policy",
+    "Finding": "findings",
+    "Frame": "findings",
+    "Guard": "guard",
+    "GuardOptions": "guard_options",
+    "Policy": "policy",
+    "Report": "findings",
+    "execution_device": "devices",
+    "nosync_guard": "guard",
+    "render_report": "render",
+}
 __all__ = [
     "AllowEntry",
     "Finding",
@@ -29,3 +50,16 @@ __all__ = [
     "render_report",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-BACKENDS = ("auto", "cuda", "emulate")
+from .guard_options import BACKENDS
+
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
 
 

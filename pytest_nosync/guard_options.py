@@ -16,6 +16,7 @@ from .profiling.budgets import TraceBudgets
 from .profiling.config import TraceConfig
 
 MODES = ("warn", "error")
+BACKENDS = ("auto", "cuda", "emulate")  # "auto": cuda when a GPU is visible, else emulate (devices.resolve)
 
 
 @dataclass(frozen=True)

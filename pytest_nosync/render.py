@@ -6,7 +6,6 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .attribution import is_internal
 from .findings import (
     IN_STEP,
     STATUS_ALLOWED,
@@ -107,6 +106,8 @@ _RUNNER_DIRS = (os.sep + "_pytest" + os.sep, os.sep + "pluggy" + os.sep)
 
 def _worth_showing(filename: str) -> bool:
     """Stack frames a reader needs: not torch or the plugin, not the test runner's own machinery."""
+    from .attribution import is_internal  # imports torch: only when a report with stacks is rendered
+
     return not is_internal(filename) and not any(d in filename for d in _RUNNER_DIRS)
 
 

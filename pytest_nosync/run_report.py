@@ -15,9 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from . import devices
 from .findings import SCHEMA_VERSION, Report
 
 _VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
@@ -62,6 +59,10 @@ def diffusers_version() -> str | None:
 
 def environment(backend: str = "") -> dict[str, Any]:
     """What a reader needs to reproduce a run: versions, device, backend."""
+    import torch  # here: the plugin imports this module in every pytest run, checking or not
+
+    from . import devices
+
     diffusers = diffusers_version()
     device = None
     if devices.cuda_available():

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from .. import devices
 from . import graph_helpers, options, suite_collection, usage, xdist
 from .fixtures import add_suite_to_args, generate_target_params, marker_values
 from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
@@ -101,6 +100,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     settings = options.of(item.config)
     if not settings.enabled:
+        from .. import devices  # imports torch: only for a test marked gpu
+
         if not devices.cuda_available():
             pytest.skip(
                 "needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner "

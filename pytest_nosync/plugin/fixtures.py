@@ -17,27 +17,30 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import torch
 
-from .. import devices
 from ..findings import Report
-from ..guard import Guard
 from ..guard_options import GuardOptions, split_options
 from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
 from ..step_metrics import default_rounds, identify_sites
-from ..suite.checks import dynamo_device, run_check
-from ..suite.step_metrics import loop_place, measure
 from ..suite.targets.base import CallContext, Target
 from . import graph_helpers
 from . import options as table
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
 from .count_ahead import COUNT_AHEAD, metrics_steps
 from .session import BASELINE, ITEM_REPORTS, add_report
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..guard import Guard
+
+# torch, the guard and the suite's checks are imported inside the fixtures that use them: pytest imports this module
+# in every run of an environment that has the plugin, and a run that checks nothing should not import torch.
 
 SUITE_DIR = Path(__file__).parent.parent / "suite"
 _MARKER = pytest.StashKey[dict[str, Any]]()
@@ -111,6 +114,8 @@ class NosyncFixture:
     def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
         """A guard for one block; its report is attached to the test when the block exits. `overrides`: GuardOptions
         fields, and the Guard's own arguments."""
+        from ..guard import Guard
+
         fields, rest = split_options(overrides)
         options = replace(guard_options(self.item), **fields)
         return Guard(
@@ -139,6 +144,10 @@ def device_for(item: pytest.Item) -> torch.device:
     CPU for a test whose only checks are graph_breaks/recompiles under emulation (dynamo cannot trace the emulated
     device's tensors; graph breaks and recompiles do not depend on the device). Without --nosync: cuda when a GPU is
     visible, else the CPU."""
+    import torch
+
+    from .. import devices
+
     settings = table.of(item.config)
     if not settings.enabled:
         return torch.device("cuda" if devices.cuda_available() else "cpu")
@@ -189,6 +198,8 @@ def generate_target_params(metafunc: pytest.Metafunc) -> None:
 
 
 def _dtype(settings: table.Settings) -> torch.dtype:
+    import torch
+
     if settings.dtype:
         return getattr(torch, settings.dtype)
     return torch.bfloat16 if settings.backend == "cuda" else torch.float32
@@ -222,6 +233,10 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
 
 def call_context(config: pytest.Config) -> CallContext:
     """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
+    import torch
+
+    from .. import devices
+
     settings = table.of(config)
     device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
     return CallContext(device=device, dtype=_dtype(settings), steps=settings.steps)
@@ -275,6 +290,8 @@ def nosync_check(
     ctx = nosync_call_context
 
     def run(check: str) -> Report:
+        from ..suite.checks import dynamo_device, run_check
+
         if check == "graph_breaks":
             traced = graph_helpers.outcome(request.node)
             if traced is not None and traced.report is not None:
@@ -304,6 +321,8 @@ def nosync_step_metrics(
     call_kwargs = nosync_target.kwargs_by_steps(pipe, ctx)
 
     def run(benchmark: Any) -> Report:
+        from ..suite.step_metrics import loop_place, measure
+
         settings = table.of(request.config)
         options = guard_options(request.node, "step_metrics", nosync_target.name, denoiser=nosync_target.denoiser)
         rounds = settings.metrics_rounds or default_rounds(options.backend)

@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from ..detectors import CHECKS
-from ..devices import BACKENDS
-from ..guard_options import MODES, GuardOptions
+from ..guard_options import BACKENDS, MODES, GuardOptions
 from ..policy import parse_allow
 from ..profiling.budgets import NAMES as BUDGET_NAMES
 from ..profiling.budgets import TraceBudgets, parse_budgets

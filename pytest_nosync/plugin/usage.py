@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import baseline, devices, run_report
+from .. import baseline, run_report
 from ..profiling import export
 from .options import Settings
 
@@ -18,6 +18,8 @@ from .options import Settings
 def resolve_backend(settings: Settings) -> str:
     """The run's backend. A backend the user named that cannot run here is a usage error (a GPU runner whose
     driver broke must not pass the gate); `auto` falls back to the CPU emulation, and the header says so."""
+    from .. import devices  # imports torch: only a run that checks gets here
+
     try:
         return devices.resolve(settings.backend)
     except devices.BackendUnavailable as exc:
@@ -28,6 +30,8 @@ def resolve_backend(settings: Settings) -> str:
 
 def check_targets(settings: Settings) -> None:
     """Target names in --nosync-targets and --nosync-checkpoint exist; each checkpoint asked for can be found."""
+    if not settings.targets and not settings.checkpoint:
+        return  # the registry imports torch and diffusers' model code: not for a run that names no target
     from ..suite.targets.registry import TARGETS, checkpoint_problem
 
     for option, names in (("--nosync-targets", settings.targets), ("--nosync-checkpoint", tuple(settings.checkpoint))):
@@ -131,8 +135,11 @@ def check_outputs(settings: Settings) -> None:
             export.check_directory(trace.directory)
         except OSError as exc:
             raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
-    if trace.nsys and not devices.cuda_available():
-        raise pytest.UsageError(
-            "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
-            "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
-        )
+    if trace.nsys:
+        from .. import devices  # imports torch: only a run that asks for nsys gets here
+
+        if not devices.cuda_available():
+            raise pytest.UsageError(
+                "--nosync-nsys needs a CUDA device (NVTX ranges and cudaProfilerStart/Stop): run it under "
+                "`nsys profile --capture-range=cudaProfilerApi` on a GPU runner"
+            )

@@ -230,3 +230,24 @@ def test_suite_options_are_validated(pytester: pytest.Pytester, args: list[str],
     result = pytester.runpytest("--nosync-suite", "--collect-only", *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
     assert message in result.stdout.str() + result.stderr.str()
+
+
+def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -> None:
+    # The plugin is loaded in every pytest run of an environment that has it: a run that checks nothing (a test that
+    # only carries the marker too) pays neither torch's import (~1.2 s on a CPU) nor diffusers'.
+    pytester.makepyfile(
+        """
+        import sys
+
+        import pytest
+
+        @pytest.mark.nosync
+        def test_plain():
+            assert "torch" not in sys.modules, "imported"
+            assert "diffusers" not in sys.modules, "imported"
+        """
+    )
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    checking = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--nosync", "--nosync-backend=emulate")
+    checking.assert_outcomes(failed=1)  # the assertion can fail: a checking run imports torch
+    checking.stdout.fnmatch_lines(["*AssertionError: imported*"])

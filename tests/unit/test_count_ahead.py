@@ -14,6 +14,7 @@ from pytest_nosync.findings import Report
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.plugin import count_ahead
 from pytest_nosync.plugin.count_ahead import CountAhead
+from pytest_nosync.suite import step_metrics as suite_step_metrics
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS
 
@@ -34,7 +35,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
         calls.append((test_id, steps))
         return Report(test_id=test_id, check="step_metrics", target=target, passed=True)
 
-    monkeypatch.setattr(count_ahead, "count_ops", count_ops)
+    monkeypatch.setattr(suite_step_metrics, "count_ops", count_ops)  # imported where it is called
     return calls
 
 
