@@ -48,6 +48,18 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
 }
 
 
+def under_sync_debug_mode(fn: Callable[[], None]) -> None:
+    """fn under torch's sync debug mode alone, its warnings recorded: the floor of a sync check."""
+    previous = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(previous)
+
+
 def variants(name: str, backend: str, steps: int) -> dict[str, Callable[[], None]]:
     target = TARGETS[name]
     device = devices.execution_device(backend)
@@ -69,17 +81,7 @@ def variants(name: str, backend: str, steps: int) -> dict[str, Callable[[], None
     def guarded(options: dict[str, Any]) -> Callable[[], None]:
         return lambda: call(nosync_guard(pipe, backend=backend, denoiser=target.denoiser, **options))
 
-    def sync_debug_mode() -> None:
-        previous = torch.cuda.get_sync_debug_mode()
-        with warnings.catch_warnings(record=True):
-            warnings.simplefilter("always")
-            torch.cuda.set_sync_debug_mode("warn")
-            try:
-                call()
-            finally:
-                torch.cuda.set_sync_debug_mode(previous)
-
-    floor = {"sync debug mode": sync_debug_mode} if device.type == "cuda" else {}
+    floor = {"sync debug mode": lambda: under_sync_debug_mode(call)} if device.type == "cuda" else {}
     return {"plain": call, **floor, **{label: guarded(options) for label, options in CONFIGURATIONS.items()}}
 
 
@@ -119,16 +121,6 @@ def per_sync(syncs: int = 50, calls: int = 100) -> dict[str, float]:
         for _ in range(syncs):
             x.sum().item()
 
-    def sync_debug_mode() -> None:
-        previous = torch.cuda.get_sync_debug_mode()
-        with warnings.catch_warnings(record=True):
-            warnings.simplefilter("always")
-            torch.cuda.set_sync_debug_mode("warn")
-            try:
-                loop()
-            finally:
-                torch.cuda.set_sync_debug_mode(previous)
-
     def guarded() -> None:
         with nosync_guard(None, checks=("syncs",), backend="cuda", whole_block=True):
             loop()
@@ -137,7 +129,12 @@ def per_sync(syncs: int = 50, calls: int = 100) -> dict[str, float]:
         with nosync_guard(None, checks=("syncs",), backend="cuda", whole_block=True, device_work=False):
             pass
 
-    runs = {"loop": loop, "sync debug mode": sync_debug_mode, "guard": guarded, "empty guard": empty}
+    runs = {
+        "loop": loop,
+        "sync debug mode": lambda: under_sync_debug_mode(loop),
+        "guard": guarded,
+        "empty guard": empty,
+    }
     for fn in runs.values():
         timed(fn, 3)
     samples: dict[str, list[float]] = {label: [] for label in runs}
