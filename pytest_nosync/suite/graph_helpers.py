@@ -113,6 +113,8 @@ class GraphHelpers:
         self._up = 0  # helpers that have started and announced their diffusers
         self._procs: list[subprocess.Popen[bytes]] = []
         self._logs: list[IO[bytes]] = []
+        self._threads: list[threading.Thread] = []
+        self._closing = False
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # import what this one does
         started = []
         for index in range(count):
@@ -129,7 +131,9 @@ class GraphHelpers:
             started.append((index, proc, log))
         self._expected = diffusers_file()  # imported here while the helpers start, not before
         for args in started:
-            threading.Thread(target=self._serve, args=args, daemon=True).start()
+            thread = threading.Thread(target=self._serve, args=args, daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def has(self, test_id: str) -> bool:
         return test_id in self.futures
@@ -169,7 +173,10 @@ class GraphHelpers:
         return outcome
 
     def close(self) -> None:
+        """End the helpers. One that is ended here failed nothing (its thread may still be telling it to stop, or it
+        may be tracing a job a run stopped early left undone): it is not a problem for the summary."""
         with self._lock:
+            self._closing = True
             self._queue.clear()  # a run that stops early (-x, ^C) leaves the rest undone
         for proc in self._procs:
             if proc.poll() is None:
@@ -179,6 +186,8 @@ class GraphHelpers:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        for thread in self._threads:
+            thread.join(timeout=10)  # after this, `problems` and `fallbacks` are final
         for log in self._logs:
             log.close()
 
@@ -201,6 +210,10 @@ class GraphHelpers:
                 job = None
             send(proc.stdin, None)
         except Exception as exc:
+            if self._closing:  # close() ended it: the run is over, the helper failed nothing
+                if job is not None and not self.futures[job.test_id].done():
+                    self.futures[job.test_id].set_result(Outcome(failed="the run ended before this check was traced"))
+                return
             self._helper_failed(index, str(exc) or type(exc).__name__, job, log, proc)
 
     def _helper_failed(
