@@ -26,13 +26,12 @@ from datetime import date
 from typing import Any
 
 from . import source_identity
-from .findings import STATUS_FAIL, STATUS_KNOWN, Finding, Report
+from .findings import Finding, Kind, KnownMatch, Location, Report, Status
 from .policy import where_matches
 
 SCHEMA = "pytest-nosync-baseline/2"
 SCHEMAS = ("pytest-nosync-baseline/1", SCHEMA)
 PLACEHOLDER_REASON = "accepted when the baseline was written: replace with why, and link the upstream issue"
-_NOTE = re.compile(r"^baseline #(\d+):")
 
 
 class BaselineError(ValueError):
@@ -66,7 +65,7 @@ class Entry:
 
     @property
     def place(self) -> str:
-        if self.kind == "error":
+        if self.kind == Kind.ERROR:
             return f"{self.exception or 'an exception'} matching {self.message!r}"
         if self.file:
             return f"{self.file}:{self.line} in {self.function}: {self.code}"
@@ -97,7 +96,7 @@ class Entry:
     def matches(self, finding: Finding) -> bool:
         if not fnmatch.fnmatchcase(finding.kind, self.kind):
             return False
-        if self.kind == "error":
+        if self.kind == Kind.ERROR:
             data = finding.data
             return _exception_matches(self.exception, str(data.get("exception", ""))) and bool(
                 re.search(self.message, str(data.get("message", "")))
@@ -143,10 +142,10 @@ class ScopedMatcher:
 
     scoped: tuple[tuple[int, Entry], ...]
 
-    def __call__(self, finding: Finding) -> str | None:
+    def __call__(self, finding: Finding) -> KnownMatch | None:
         for i, entry in self.scoped:
             if entry.matches(finding):
-                return f"baseline #{i}: {entry.reason}" + (f" ({entry.upstream})" if entry.upstream else "")
+                return KnownMatch(i, entry.reason, entry.upstream)
         return None
 
 
@@ -218,7 +217,7 @@ class Baseline:
 
 
 def _unmatched(index: int, entry: Entry) -> Review:
-    if entry.kind == "error":
+    if entry.kind == Kind.ERROR:
         return Review(index, entry, "fixed", "the case no longer raises it: remove the entry")
     if not entry.file:  # schema 1: only the line is known
         return Review(index, entry, "stale", "no longer occurs at that line: migrate the baseline, or remove it")
@@ -238,10 +237,7 @@ def _unmatched(index: int, entry: Entry) -> Review:
 
 def known_entry(finding: Finding) -> int | None:
     """The index of the baseline entry a known finding matched."""
-    if finding.status != STATUS_KNOWN:
-        return None
-    match = _NOTE.match(finding.note)
-    return int(match.group(1)) if match else None
+    return finding.known.entry if finding.status == Status.KNOWN and finding.known is not None else None
 
 
 def _entry(path: str, i: int, item: Any) -> Entry:
@@ -253,7 +249,7 @@ def _entry(path: str, i: int, item: Any) -> Entry:
         raise BaselineError(f"baseline {path}: entry {i} has unknown field(s) {sorted(unknown)}")
     if not str(item.get("reason", "")).strip():
         raise BaselineError(f"baseline {path}: entry {i} ({label}) needs a 'reason'")
-    if item.get("kind") == "error":
+    if item.get("kind") == Kind.ERROR:
         if not item.get("message"):
             raise BaselineError(f"baseline {path}: entry {i} (kind error) needs a 'message' pattern")
         try:
@@ -298,7 +294,7 @@ def entries_from(
     written: dict[tuple, Entry] = {}
     for r in reports:
         for f in r.findings:
-            if f.status not in (STATUS_FAIL, STATUS_KNOWN):
+            if f.status not in (Status.FAIL, Status.KNOWN):
                 continue
             index = known_entry(f)
             earlier = previous.entries[index] if previous is not None and index is not None else None
@@ -323,14 +319,14 @@ def _recorded(finding: Finding, report: Report, version: str | None, today: str,
         "test": "*" if report.target else report.test_id,  # without a target, the test itself is the scope
     }
     base = earlier or Entry(reason=PLACEHOLDER_REASON, added=today, diffusers=default_range(version), **scope)
-    if finding.kind == "error":
+    if finding.kind == Kind.ERROR:
         message = str(finding.data.get("message", "")).splitlines()[0][:200] if finding.data.get("message") else ""
-        return replace(base, kind="error", exception=str(finding.data.get("exception", "")),
+        return replace(base, kind=Kind.ERROR, exception=str(finding.data.get("exception", "")),
                        message=earlier.message if earlier else re.escape(message), where="")  # fmt: skip
     found = _identity(finding)
     if found is None:  # a place without readable source (another machine's, a budget's): by portable file:line
         where = f"*/{source_identity.package_path(finding.filename)}:{finding.lineno}" if finding.lineno else ""
-        return replace(base, kind=finding.kind, where=earlier.where if earlier else where or finding.where)
+        return replace(base, kind=finding.kind, where=earlier.where if earlier else where or str(finding.where))
     return replace(
         base,
         kind=finding.kind,
@@ -372,12 +368,12 @@ def migrate(baseline: Baseline) -> tuple[list[Entry], list[str]]:
     with the version they were recorded against). Returns the entries and one line per entry saying what it became."""
     out, said = [], []
     for i, entry in enumerate(baseline.entries):
-        if entry.file or not entry.where or entry.kind == "error":
+        if entry.file or not entry.where or entry.kind == Kind.ERROR:
             out.append(entry)
             continue
-        pattern, _, line = entry.where.rpartition(":")
-        inside = pattern.lstrip("*/")
-        found = source_identity.identify_place(f"{inside}:{line}")
+        recorded = Location.parse(entry.where)
+        inside = recorded.file.lstrip("*/")
+        found = source_identity.identify_place(Location(inside, recorded.line))
         if found is None or not found.code:
             said.append(f"#{i} {entry.where}: kept by line (the installed file has no such line)")
             out.append(entry)

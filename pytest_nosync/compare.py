@@ -13,18 +13,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .findings import IN_STEP, Report
+from .findings import Location, Phase, Report
 
 Key = tuple[str, str, int | None]  # (kind family, place, step)
 
 
-def place(where: str, parts: int = 3) -> str:
-    filename, _, line = where.rpartition(":")
-    return "/".join(filename.replace("\\", "/").split("/")[-parts:]) + ":" + line
+def place(where: Location, parts: int = 3) -> str:
+    """The place by its last path components and line: the same on machines with different install prefixes."""
+    tail = "/".join(where.file.replace("\\", "/").split("/")[-parts:])
+    return str(Location(tail, where.line))
 
 
 def _keys(report: Report) -> set[Key]:
-    return {(f.kind, place(f.where), f.step) for f in report.findings if f.phase == IN_STEP}
+    return {(f.kind, place(f.where), f.step) for f in report.findings if f.phase == Phase.IN_STEP}
 
 
 @dataclass

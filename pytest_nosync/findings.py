@@ -8,30 +8,89 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 from typing import Any
 
 SCHEMA_VERSION = 1
 
-# Kinds: dtoh_sync (the host waits for a value computed on the device), htod_sync (a blocking copy of host memory
-# to the device), device_sync (an explicit synchronize), graph_break, recompile, alloc_growth, host_overhead,
-# layout_transform (layout-transform or copy kernels over a trace budget, profiling.budgets), error (the code under
-# test raised an exception: suite.guarded_call).
-SYNC_KINDS = frozenset({"dtoh_sync", "htod_sync", "device_sync"})
 
-# Where in a guarded block a finding happened.
-BEFORE_STEPS = "before_steps"
-IN_STEP = "step"
-AFTER_STEPS = "after_steps"
+class _Named(str, Enum):
+    """A name from a closed vocabulary: compares and serialises as its string, prints as it too."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    __format__ = str.__format__
+
+
+class Kind(_Named):
+    """What a finding is."""
+
+    DTOH_SYNC = "dtoh_sync"  # the host waits for a value computed on the device
+    HTOD_SYNC = "htod_sync"  # a blocking copy of host memory to the device
+    DEVICE_SYNC = "device_sync"  # an explicit synchronize
+    GRAPH_BREAK = "graph_break"
+    RECOMPILE = "recompile"
+    ALLOC_GROWTH = "alloc_growth"
+    HOST_OVERHEAD = "host_overhead"
+    LAYOUT_TRANSFORM = "layout_transform"  # layout-transform or copy kernels over a trace budget (profiling.budgets)
+    ERROR = "error"  # the code under test raised an exception (suite.guarded_call)
+    DEVICE_OPS = "device_ops"  # step metrics judged against a saved run (step_cost)
+    HOST_MS = "host_ms"
+    DEVICE_MS = "device_ms"
+    PEAK_MEMORY = "peak_memory"
+
+
+SYNC_KINDS = frozenset({Kind.DTOH_SYNC, Kind.HTOD_SYNC, Kind.DEVICE_SYNC})
+
+
+class Phase(_Named):
+    """Where in a guarded block a finding happened."""
+
+    BEFORE_STEPS = "before_steps"
+    IN_STEP = "step"
+    AFTER_STEPS = "after_steps"
+
+
+class Status(_Named):
+    """What the policy decided about a finding."""
+
+    FAIL = "fail"  # counts against the test
+    ALLOWED = "allowed"  # matched an allow-list entry (with its reason)
+    KNOWN = "known"  # matched a known-issues baseline entry
+    OUTSIDE = "outside_steps"  # before/after the denoising steps, not counted by default
+    BUDGET = "within_budget"  # counted, but the test's budget tolerates it
+    NEW = "new"  # not evaluated yet
+
+
+class Mode(_Named):
+    """How a guard reacts to a sync inside a step."""
+
+    WARN = "warn"  # collect every sync, fail once with all of them
+    ERROR = "error"  # raise at the first one, on the offending line (for --pdb)
+
+
 # The region the guard opens around each call of the denoiser (the transformer's forward).
 DENOISER_REGION = "transformer_forward"
 
-# What the policy decided about a finding.
-STATUS_FAIL = "fail"  # counts against the test
-STATUS_ALLOWED = "allowed"  # matched an allow-list entry (with its reason)
-STATUS_KNOWN = "known"  # matched a known-issues baseline entry
-STATUS_OUTSIDE = "outside_steps"  # before/after the denoising steps, not counted by default
-STATUS_BUDGET = "within_budget"  # counted, but the test's budget tolerates it
-STATUS_NEW = "new"  # not evaluated yet
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in source, `file:line`, parsed once. `line` None: a place without a line (a label such as an
+    allocation no frame could be named for)."""
+
+    file: str
+    line: int | None = None
+
+    @classmethod
+    def parse(cls, place: str | Location) -> Location:
+        if isinstance(place, Location):
+            return place
+        file, sep, line = place.rpartition(":")
+        return cls(file, int(line)) if sep and line.isdigit() else cls(place)
+
+    def __str__(self) -> str:
+        return self.file if self.line is None else f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True)
@@ -42,34 +101,55 @@ class Frame:
     line: str = ""
 
     @property
-    def where(self) -> str:
-        return f"{self.filename}:{self.lineno}"
+    def where(self) -> Location:
+        return Location(self.filename, self.lineno)
+
+
+@dataclass(frozen=True)
+class KnownMatch:
+    """The known-issues baseline entry a finding matched: its index in the baseline, why it is accepted, and where
+    the upstream work on it is tracked."""
+
+    entry: int
+    reason: str
+    upstream: str = ""
+
+    def __str__(self) -> str:
+        return f"baseline #{self.entry}: {self.reason}" + (f" ({self.upstream})" if self.upstream else "")
 
 
 @dataclass(frozen=True)
 class Finding:
     """One observed problem.
 
-    `where` is the file:line of the first frame outside torch and this plugin; `stack` is the short
+    `where` is the place of the first frame outside torch and this plugin; `stack` is the short
     Python stack behind it, innermost first. `step` is the denoising step (None outside the steps),
     `region` the annotated region it happened in. `detail` says what exactly happened (the offending
     expression, a graph-break reason, a byte count), `data` carries numbers a renderer or a budget
-    may need. `source` names the detector(s) that saw it.
+    may need. `source` names the detector(s) that saw it. `known` is the baseline entry it matched.
+    Strings are accepted for the typed fields (a kind's name, "file:line") and stored typed.
     """
 
-    kind: str
-    where: str
+    kind: Kind
+    where: Location
     stack: tuple[Frame, ...] = ()
     step: int | None = None
-    phase: str = IN_STEP
+    phase: Phase = Phase.IN_STEP
     region: str | None = None
     count: int = 1
     hint: str = ""
     detail: str = ""
     source: str = ""
     data: Mapping[str, Any] = field(default_factory=dict)
-    status: str = STATUS_NEW
-    note: str = ""  # why the status: the allow-list reason, the baseline reference
+    status: Status = Status.NEW
+    note: str = ""  # why the status: the allow-list reason, the budget, the baseline entry
+    known: KnownMatch | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Kind(self.kind))
+        object.__setattr__(self, "where", Location.parse(self.where))
+        object.__setattr__(self, "phase", Phase(self.phase))
+        object.__setattr__(self, "status", Status(self.status))
 
     @property
     def key(self) -> tuple:
@@ -78,15 +158,15 @@ class Finding:
 
     @property
     def filename(self) -> str:
-        return self.where.rsplit(":", 1)[0]
+        return self.where.file
 
     @property
     def lineno(self) -> int:
-        tail = self.where.rsplit(":", 1)[-1]
-        return int(tail) if tail.isdigit() else 0
+        return self.where.line or 0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.update(kind=str(self.kind), where=str(self.where), phase=str(self.phase), status=str(self.status))
         out["stack"] = [asdict(f) for f in self.stack]
         out["data"] = dict(self.data)
         return out
@@ -95,11 +175,13 @@ class Finding:
     def from_dict(cls, raw: Mapping[str, Any]) -> Finding:
         values = dict(raw)
         values["stack"] = tuple(Frame(**f) for f in values.get("stack", ()))
+        if values.get("known"):
+            values["known"] = KnownMatch(**values["known"])
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in values.items() if k in known})
 
-    def with_status(self, status: str, note: str = "") -> Finding:
-        return replace(self, status=status, note=note)
+    def with_status(self, status: Status, note: str = "", known: KnownMatch | None = None) -> Finding:
+        return replace(self, status=status, note=note, known=known)
 
 
 def merge(findings: Iterable[Finding]) -> list[Finding]:
@@ -141,7 +223,7 @@ class Report:
 
     @property
     def failures(self) -> list[Finding]:
-        return [f for f in self.findings if f.status == STATUS_FAIL]
+        return [f for f in self.findings if f.status == Status.FAIL]
 
     def of_kind(self, *kinds: str) -> list[Finding]:
         return [f for f in self.findings if f.kind in kinds]

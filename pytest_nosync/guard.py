@@ -27,7 +27,7 @@ from . import attribution, devices
 from .annotate import PipelineAnnotations
 from .detectors import detectors_for, unknown_checks
 from .detectors.base import CannotCheck, Detector
-from .findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding, Frame, Report, merge
+from .findings import Finding, Frame, Phase, Report, merge
 from .guard_options import GuardOptions, split_options
 from .policy import judge
 
@@ -139,7 +139,7 @@ class Guard:
 
     def _finish(self) -> None:
         for finding in self._pending:
-            self._records.append(_with_phase(finding, AFTER_STEPS, None))
+            self._records.append(_with_phase(finding, Phase.AFTER_STEPS, None))
         self._pending = []
         findings = list(self._records)
         for detector in self._detectors:
@@ -149,7 +149,7 @@ class Guard:
             findings = detector.reconcile(findings)
         if self._completed == 0 and self._step is None:
             # No step was ever marked: the whole block is the step under test.
-            findings = [_with_phase(f, IN_STEP, 0) if f.phase == BEFORE_STEPS else f for f in findings]
+            findings = [_with_phase(f, Phase.IN_STEP, 0) if f.phase == Phase.BEFORE_STEPS else f for f in findings]
         judged, passed = judge(findings, self.options.policy, self.options.known)
         unchecked = self._unchecked + [r for r in (d.unchecked() for d in self._detectors) if r]
         report = self.report
@@ -180,8 +180,8 @@ class Guard:
     @property
     def phase(self) -> str:
         if self._step is not None:
-            return IN_STEP
-        return BEFORE_STEPS if self._completed == 0 else AFTER_STEPS
+            return Phase.IN_STEP
+        return Phase.BEFORE_STEPS if self._completed == 0 else Phase.AFTER_STEPS
 
     @property
     def step_ms(self) -> Mapping[int, float]:
@@ -242,7 +242,7 @@ class Guard:
             return
         self._step = self._completed
         for finding in self._pending:
-            self._records.append(_with_phase(finding, IN_STEP, self._step))
+            self._records.append(_with_phase(finding, Phase.IN_STEP, self._step))
         self._pending = []
         self._step_started = time.perf_counter()
         for detector in self._detectors:
@@ -255,7 +255,7 @@ class Guard:
         if self._step is None:
             self._step = self._completed
             for finding in self._pending:
-                self._records.append(_with_phase(finding, IN_STEP, self._step))
+                self._records.append(_with_phase(finding, Phase.IN_STEP, self._step))
             self._pending = []
         step = self._step
         if self._step_started:
@@ -324,7 +324,7 @@ class Guard:
 
 def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     region = finding.region
-    if phase == IN_STEP and region is None:
+    if phase == Phase.IN_STEP and region is None:
         region = "loop"
     return replace(finding, phase=phase, step=step, region=region)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .findings import Mode
 from .policy import AllowEntry, KnownMatcher, Policy, parse_allow
 from .profiling.budgets import TraceBudgets
 from .profiling.config import TraceConfig
 
-MODES = ("warn", "error")
+MODES = tuple(Mode)
 BACKENDS = ("auto", "cuda", "emulate")  # "auto": cuda when a GPU is visible, else emulate (devices.resolve)
 
 
@@ -38,7 +39,7 @@ class GuardOptions:
 
     checks: tuple[str, ...] = ("syncs",)
     backend: str = "auto"
-    mode: str = "warn"
+    mode: Mode = Mode.WARN
     budget: int = 0
     allow: tuple[AllowEntry, ...] = ()
     count_outside_steps: bool = False
@@ -61,6 +62,7 @@ class GuardOptions:
         object.__setattr__(self, "allow", parse_allow(self.allow))
         if self.mode not in MODES:
             raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {self.mode!r}")
+        object.__setattr__(self, "mode", Mode(self.mode))
 
     @property
     def policy(self) -> Policy:

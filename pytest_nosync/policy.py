@@ -7,19 +7,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .findings import (
-    IN_STEP,
-    STATUS_ALLOWED,
-    STATUS_BUDGET,
-    STATUS_FAIL,
-    STATUS_KNOWN,
-    STATUS_NEW,
-    STATUS_OUTSIDE,
-    Finding,
-    Report,
-)
+from .findings import Finding, Kind, KnownMatch, Location, Phase, Report, Status
 
-ERROR = "error"  # the kind of a finding that is an exception the code under test raised
 _LINE_SUFFIX = re.compile(r":(\d+|\*|\d+-\d+)$")
 
 
@@ -41,9 +30,9 @@ class AllowEntry:
         return where_matches(self.pattern, finding.where)
 
 
-def where_matches(pattern: str, where: str) -> bool:
-    """Match `pattern` (file[:line|:*|:a-b], globs allowed) against a finding's `file:line`."""
-    filename, _, line = where.rpartition(":")
+def where_matches(pattern: str, where: Location) -> bool:
+    """Match `pattern` (file[:line|:*|:a-b], globs allowed) against a finding's place."""
+    filename, line = where.file, str(where.line or "")
     suffix = _LINE_SUFFIX.search(pattern)
     file_pattern = pattern[: suffix.start()] if suffix else pattern
     if suffix:
@@ -66,8 +55,8 @@ class Policy:
     count_outside_steps: bool = False
 
 
-# Returns the baseline reference of a matching known issue, or None.
-KnownMatcher = Callable[[Finding], "str | None"]
+# The known-issues baseline entry a finding matches, or None.
+KnownMatcher = Callable[[Finding], "KnownMatch | None"]
 
 
 def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | None = None) -> tuple[list[Finding], bool]:
@@ -77,31 +66,31 @@ def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | Non
     counted: list[int] = []
     for finding in findings:
         entry = next((e for e in policy.allow if e.matches(finding)), None)
-        reference = known(finding) if known is not None and entry is None else None
+        match = known(finding) if known is not None and entry is None else None
         if entry is not None:
-            judged.append(finding.with_status(STATUS_ALLOWED, entry.reason))
-        elif reference is not None:
-            judged.append(finding.with_status(STATUS_KNOWN, reference))
-        elif finding.kind == ERROR:
-            judged.append(finding.with_status(STATUS_FAIL))
-        elif finding.phase != IN_STEP and not policy.count_outside_steps:
-            judged.append(finding.with_status(STATUS_OUTSIDE, "outside the denoising steps (allowed)"))
+            judged.append(finding.with_status(Status.ALLOWED, entry.reason))
+        elif match is not None:
+            judged.append(finding.with_status(Status.KNOWN, str(match), match))
+        elif finding.kind == Kind.ERROR:
+            judged.append(finding.with_status(Status.FAIL))
+        elif finding.phase != Phase.IN_STEP and not policy.count_outside_steps:
+            judged.append(finding.with_status(Status.OUTSIDE, "outside the denoising steps (allowed)"))
         else:
             counted.append(len(judged))
-            judged.append(finding.with_status(STATUS_FAIL))
+            judged.append(finding.with_status(Status.FAIL))
     events = sum(judged[i].count for i in counted)
     if counted and events <= policy.budget:
         note = f"{events} event(s) within the budget of {policy.budget}"
         for i in counted:
-            judged[i] = replace(judged[i], status=STATUS_BUDGET, note=note)
-    passed = not any(f.status == STATUS_FAIL for f in judged)
+            judged[i] = replace(judged[i], status=Status.BUDGET, note=note)
+    passed = not any(f.status == Status.FAIL for f in judged)
     return judged, passed
 
 
 def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -> Report:
     """The report judged afresh under another policy or baseline (e.g. a rank report from torchrun, judged by the
     test that launched the ranks), dropping the statuses its findings had."""
-    judged, passed = judge([f.with_status(STATUS_NEW) for f in report.findings], policy, known)
+    judged, passed = judge([f.with_status(Status.NEW) for f in report.findings], policy, known)
     return replace(report, findings=judged, passed=passed and not report.not_checked)
 
 

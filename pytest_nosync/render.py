@@ -6,17 +6,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .findings import (
-    IN_STEP,
-    STATUS_ALLOWED,
-    STATUS_BUDGET,
-    STATUS_FAIL,
-    STATUS_KNOWN,
-    STATUS_OUTSIDE,
-    SYNC_KINDS,
-    Finding,
-    Report,
-)
+from .findings import SYNC_KINDS, Finding, Kind, Location, Phase, Report, Status
 
 _SITE = os.sep + "site-packages" + os.sep
 
@@ -31,18 +21,17 @@ def short_path(path: str, root: str | None = None) -> str:
     return path
 
 
-def short_where(where: str, root: str | None = None) -> str:
-    filename, _, line = where.rpartition(":")
-    return f"{short_path(filename, root)}:{line}" if filename else where
+def short_where(where: Location, root: str | None = None) -> str:
+    return str(Location(short_path(where.file, root), where.line))
 
 
 @dataclass
 class Group:
     """All findings of one kind at one file:line."""
 
-    kind: str
-    where: str
-    status: str
+    kind: Kind
+    where: Location
+    status: Status
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -52,7 +41,7 @@ class Group:
     def per_step(self) -> str:
         parts: dict[str, int] = {}
         for f in self.findings:
-            if f.phase != IN_STEP:
+            if f.phase != Phase.IN_STEP:
                 label = f.phase.replace("_", " ")
             else:  # a step's finding, or one about the steady steps together (a time per step)
                 label = f"step {f.step}" if f.step is not None else "steady steps"
@@ -72,11 +61,11 @@ def group(findings: Iterable[Finding]) -> list[Group]:
 
 
 _HEADINGS = {
-    STATUS_FAIL: "failing",
-    STATUS_BUDGET: "within budget",
-    STATUS_KNOWN: "known issues (baseline)",
-    STATUS_ALLOWED: "allowed",
-    STATUS_OUTSIDE: "outside the denoising steps (reported, not counted)",
+    Status.FAIL: "failing",
+    Status.BUDGET: "within budget",
+    Status.KNOWN: "known issues (baseline)",
+    Status.ALLOWED: "allowed",
+    Status.OUTSIDE: "outside the denoising steps (reported, not counted)",
 }
 
 
@@ -88,9 +77,9 @@ def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbos
         return lines
     if first.detail:
         lines.append(f"      {first.detail}")
-    if first.note and first.status != STATUS_FAIL:
+    if first.note and first.status != Status.FAIL:
         lines.append(f"      why: {first.note}")
-    if first.hint and first.status in (STATUS_FAIL, STATUS_BUDGET):
+    if first.hint and first.status in (Status.FAIL, Status.BUDGET):
         lines.append(f"      hint: {first.hint}")
     shown = [fr for fr in first.stack if fr.where != first.where and _worth_showing(fr.filename)][:stack_depth]
     for i, frame in enumerate(shown):
@@ -114,7 +103,7 @@ def _worth_showing(filename: str) -> bool:
 def render_report(report: Report, root: str | None = None) -> str:
     """The failure text of one test."""
     groups = group(report.findings)
-    failing = [g for g in groups if g.status == STATUS_FAIL]
+    failing = [g for g in groups if g.status == Status.FAIL]
     events = sum(g.count for g in failing)
     title = report.check or "nosync"
     head = f"nosync {title}: {events} finding(s) at {len(failing)} place(s)"
@@ -126,14 +115,14 @@ def render_report(report: Report, root: str | None = None) -> str:
     if report.not_checked:
         lines.append(" not checked (the test fails: a check that could not run is not a pass):")
         lines.extend(f"  - {reason}" for reason in report.not_checked)
-    for status in (STATUS_FAIL, STATUS_BUDGET, STATUS_KNOWN, STATUS_ALLOWED, STATUS_OUTSIDE):
+    for status in (Status.FAIL, Status.BUDGET, Status.KNOWN, Status.ALLOWED, Status.OUTSIDE):
         chosen = [g for g in groups if g.status == status]
         if not chosen:
             continue
         lines.append(f" {_HEADINGS[status]}:")
         for g in chosen:
-            lines.extend(render_group(g, root, verbose=status != STATUS_OUTSIDE))
-    outside = [f for f in report.findings if f.status == STATUS_OUTSIDE]
+            lines.extend(render_group(g, root, verbose=status != Status.OUTSIDE))
+    outside = [f for f in report.findings if f.status == Status.OUTSIDE]
     if outside:
         what = "sync(s)" if all(f.kind in SYNC_KINDS for f in outside) else "finding(s)"
         lines.append(
@@ -212,7 +201,7 @@ def github_annotations(reports: Iterable[Report], root: str) -> list[str]:
     root = root.rstrip(os.sep) + os.sep
     for report in reports:
         for f in report.findings:
-            if f.status != STATUS_FAIL or not f.filename.startswith(root):
+            if f.status != Status.FAIL or not f.filename.startswith(root):
                 continue
             key = (f.kind, f.where)
             if key in seen:

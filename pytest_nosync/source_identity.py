@@ -17,6 +17,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from .findings import Location
+
 
 @dataclass(frozen=True)
 class Identity:
@@ -118,12 +120,11 @@ def _function_at(index: _Index, line: int) -> tuple[str, int, int]:
     return best
 
 
-def identify_place(place: str) -> Identity | None:
-    """The identity of `place` (`file:line`, the file inside its package or absolute) in this environment's files,
-    or None when it cannot be read there."""
-    inside, _, line = place.rpartition(":")
-    filename = inside if os.path.isabs(inside) else locate_file(inside)
-    return identify(filename, int(line)) if filename and line.isdigit() else None
+def identify_place(place: Location) -> Identity | None:
+    """The identity of `place` (its file inside its package, or absolute) in this environment's files, or None when
+    it cannot be read there."""
+    filename = place.file if os.path.isabs(place.file) else locate_file(place.file)
+    return identify(filename, place.line) if filename and place.line else None
 
 
 def identify(filename: str, line: int) -> Identity | None:

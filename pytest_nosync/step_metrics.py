@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import source_identity
-from .findings import IN_STEP, Finding
+from .findings import Finding, Location, Phase
 
 # 2: peak memory counts from what was in use when the first step began (1 counted everything on the device).
 SCHEMA = 2
@@ -219,7 +219,7 @@ def _identified(sites: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for site in sites:
         if "code" not in site:
-            identity = source_identity.identify_place(site["where"])
+            identity = source_identity.identify_place(Location.parse(site["where"]))
             site = {
                 "where": site["where"],
                 "function": identity.function if identity else "",
@@ -234,7 +234,7 @@ def _identified(sites: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def _site_key(site: Mapping[str, Any]) -> tuple:
     """A site across checkouts and edits: its file inside the package, function, code and occurrence; the line
     number only when the source text is unknown."""
-    filename = site["where"].rpartition(":")[0]
+    filename = Location.parse(site["where"]).file
     if site.get("code"):
         return (filename, site.get("function", ""), site["code"], site.get("occurrence", 0))
     return (site["where"],)
@@ -300,7 +300,7 @@ def _compare_time(
 
 
 def _finding(kind: str, where: str, step: int | None, count: int, detail: str, data: dict[str, Any]) -> Finding:
-    return Finding(kind=kind, where=where, step=step, phase=IN_STEP, region="loop", count=count, hint=HINTS[kind],
+    return Finding(kind=kind, where=where, step=step, phase=Phase.IN_STEP, region="loop", count=count, hint=HINTS[kind],
                    detail=detail, source="step_metrics", data=data)  # fmt: skip
 
 

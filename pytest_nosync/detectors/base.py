@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..findings import IN_STEP, Finding, Frame, Report
+from ..findings import Finding, Frame, Mode, Phase, Report
 from ..guard_options import GuardOptions
 
 
@@ -109,4 +109,4 @@ class Detector:
 
     def fails_fast(self) -> bool:
         """Error mode raises here: inside a step, or anywhere when outside syncs count."""
-        return self.options.mode == "error" and (self.ctx.phase == IN_STEP or self.options.count_outside_steps)
+        return self.options.mode == Mode.ERROR and (self.ctx.phase == Phase.IN_STEP or self.options.count_outside_steps)

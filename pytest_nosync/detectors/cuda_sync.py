@@ -13,12 +13,12 @@ from typing import Any
 import torch
 
 from .. import attribution, hints
-from ..findings import IN_STEP
+from ..findings import Mode, Phase
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
 SYNC_MESSAGE = "called a synchronizing CUDA operation"
-_MODES = {"default": 0, "warn": 1, "error": 2}
+_MODES = {"default": 0, Mode.WARN: 1, Mode.ERROR: 2}
 
 
 def _set_mode(mode: int) -> None:
@@ -44,7 +44,7 @@ class CudaSyncDetector(Detector):
         warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype", category=UserWarning)
         self._forward = warnings.showwarning
         warnings.showwarning = self._on_warning
-        _set_mode(self._mode_for(ctx.phase == IN_STEP))
+        _set_mode(self._mode_for(ctx.phase == Phase.IN_STEP))
 
     def disarm(self) -> None:
         try:
@@ -55,8 +55,8 @@ class CudaSyncDetector(Detector):
                 self._catcher = None
 
     def _mode_for(self, in_step: bool) -> int:
-        if self.options.mode == "error" and (in_step or self.options.count_outside_steps):
-            return _MODES["error"]
+        if self.options.mode == Mode.ERROR and (in_step or self.options.count_outside_steps):
+            return _MODES[Mode.ERROR]
         return _MODES["warn"]
 
     def on_step_begin(self, step: int) -> None:

@@ -17,7 +17,7 @@ import torch
 
 from .. import attribution
 from ..emulation import cuda_map
-from ..findings import DENOISER_REGION, IN_STEP, Finding, Frame, Report
+from ..findings import DENOISER_REGION, Finding, Frame, Phase, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import CannotCheck, Detector, StepContext
@@ -103,7 +103,7 @@ class DynamoDetector(Detector):
                     where=where,
                     stack=stack,
                     step=step or 0,
-                    phase=IN_STEP,
+                    phase=Phase.IN_STEP,
                     region=DENOISER_REGION,
                     hint=BREAK_HINT,
                     detail=str(reason.reason).strip().splitlines()[0][:300],

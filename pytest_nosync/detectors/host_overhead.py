@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .. import attribution
-from ..findings import IN_STEP, Finding, Report
+from ..findings import Finding, Phase, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import Detector, StepContext
@@ -96,7 +96,7 @@ class HostOverheadDetector(Detector):
         return [
             f
             for f in findings
-            if not (f.kind == "host_overhead" and f.phase == IN_STEP and (f.step or 0) < self.warmup_steps)
+            if not (f.kind == "host_overhead" and f.phase == Phase.IN_STEP and (f.step or 0) < self.warmup_steps)
         ]
 
     def _overhead_ms(self) -> dict[int, float]:

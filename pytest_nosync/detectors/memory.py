@@ -26,11 +26,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import attribution, devices
-from ..findings import IN_STEP, Finding, Frame, Report
+from ..findings import Finding, Frame, Location, Phase, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
-UNATTRIBUTED = "<unattributed>:0"
+UNATTRIBUTED = Location("<unattributed>", 0)  # growth seen without allocation sites (alloc_sites off)
 HINT = (
     "memory allocated here in every step stays alive: don't append per-step tensors to lists/caches, "
     "and overwrite or free state that the next step replaces"
@@ -221,7 +221,7 @@ class MemoryDetector(Detector):
             where=where,
             stack=stack,
             step=judged[-1],
-            phase=IN_STEP,
+            phase=Phase.IN_STEP,
             region="loop",
             count=len(judged),
             hint=HINT,

@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import hints
 from ..attribution import attribute
-from ..findings import IN_STEP, SYNC_KINDS, Finding, Frame, Report
+from ..findings import SYNC_KINDS, Finding, Frame, Phase, Report
 from ..guard_options import GuardOptions
 from ..profiling.trace import SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
@@ -73,7 +73,7 @@ class ProfilerSyncDetector(Detector):
     def conclude(self, report: Report) -> None:
         per_step: dict[str, int] = {}
         for _sync, phase, step in self.syncs:
-            key = f"step{step}" if phase == IN_STEP else phase
+            key = f"step{step}" if phase == Phase.IN_STEP else phase
             per_step[key] = per_step.get(key, 0) + 1
         if per_step:
             report.metrics["profiler_syncs"] = per_step
@@ -98,7 +98,7 @@ def _finding(sync: SyncEvent, phase: str, step: int | None) -> Finding:
         stack=stack,
         step=step,
         phase=phase,
-        region="loop" if phase == IN_STEP else None,
+        region="loop" if phase == Phase.IN_STEP else None,
         hint=hints.hint_for("synchronize" if sync.kind == "device_sync" else "unknown"),
         detail=detail + "; location is the enclosing function (profiler)",
         source="profiler",

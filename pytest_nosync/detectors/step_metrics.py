@@ -23,7 +23,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from .. import attribution, devices, source_identity
-from ..findings import Report
+from ..findings import Location, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 from .denoiser_clock import DenoiserClock
@@ -215,11 +215,11 @@ class OpCounter(Detector):
             if step not in self.sites:
                 continue
             ops: Counter[str] = Counter()
-            sites: Counter[tuple[str, str]] = Counter()  # (op, file:line) → count
+            sites: Counter[tuple[str, Location]] = Counter()  # (op, place) → count
             for (func, code, line), count in self.sites[step].items():
                 name = str(func)
                 ops[name] += count
-                sites[(name, f"{code.co_filename}:{line}" if code is not None else "<unknown>:0")] += count
+                sites[(name, Location(code.co_filename, line) if code is not None else Location("<unknown>"))] += count
             out[str(step)] = {
                 "total": sum(ops.values()),
                 "ops": dict(sorted(ops.items())),
@@ -228,18 +228,18 @@ class OpCounter(Detector):
         report.metrics["device_ops"] = out
 
 
-def _portable_sites(sites: Counter[tuple[str, str]]) -> list[dict[str, Any]]:
+def _portable_sites(sites: Counter[tuple[str, Location]]) -> list[dict[str, Any]]:
     """Each issuing line as its place inside its package: the same line in another checkout is the same place. Its
     identity (function, source text, occurrence), which survives edits above it, is added by
     pytest_nosync.step_metrics.identify_sites when the numbers are saved or a comparison needs it: it parses each
     file, most of what counting cost."""
-    by_where: dict[str, Counter[str]] = defaultdict(Counter)
+    by_where: dict[Location, Counter[str]] = defaultdict(Counter)
     for (op, where), count in sites.items():
         by_where[where][op] += count
     out = []
     for where, ops in by_where.items():
-        filename, _, line = where.rpartition(":")
-        out.append({"where": f"{source_identity.package_path(filename)}:{line}", "ops": dict(sorted(ops.items()))})
+        place = Location(source_identity.package_path(where.file), where.line)
+        out.append({"where": str(place), "ops": dict(sorted(ops.items()))})
     return sorted(out, key=lambda site: site["where"])
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ..findings import Mode
 from ..suite.graph_helpers import GraphHelpers, GraphJob, Outcome, auto_count
 from ..suite.targets.base import Target
 from . import count_ahead, xdist
@@ -68,7 +69,7 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
         if target is None or target.name in table.of(item.config).checkpoint:
             continue
         options = guard_options(item, "graph_breaks", target.name, denoiser=target.denoiser)
-        if options.mode != "error":
+        if options.mode != Mode.ERROR:
             eligible.append((item.nodeid, target.name, options))
     if not eligible:
         return []

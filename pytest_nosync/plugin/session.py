@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from .. import baseline, render, run_report
-from ..findings import STATUS_FAIL, Report
+from ..findings import Report, Status
 from . import benchmark, xdist
 from .options import Settings
 
@@ -189,7 +189,7 @@ class NosyncSession:
             if r.not_checked:
                 detail = f"not checked: {r.not_checked[0]}"
             tr.write_line(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
-            for g in render.group(f for f in r.findings if f.status == STATUS_FAIL):
+            for g in render.group(f for f in r.findings if f.status == Status.FAIL):
                 tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
             if r.artifacts.get("trace"):
                 tr.write_line(f"       trace: {r.artifacts['trace']}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..findings import IN_STEP, Finding
+from ..findings import Finding, Phase
 from .diagnose import Diagnosis, HostWork
 
 HOST_HINT = (
@@ -166,7 +166,7 @@ def _finding(
         kind=kind,
         where=where,
         step=step,
-        phase=IN_STEP,
+        phase=Phase.IN_STEP,
         region=region or "loop",
         detail=detail,
         hint=hint,

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..findings import DENOISER_REGION, IN_STEP
+from ..findings import DENOISER_REGION, Phase
 from . import classify
 from .trace import REGION_RANGE_PREFIX, Event, PyFrame, Trace, phase_at, profiler_stop_sync, sync_events
 
@@ -421,7 +421,7 @@ class _Analysis:
             layout_kernels=_by_count(waste[classify.LAYOUT]),
             copy_kernels=_by_count(waste[classify.COPY]),
             launch_delay_us=_percentiles(delays),
-            syncs=sum(1 for s in syncs if s.step == step and s.phase == IN_STEP),
+            syncs=sum(1 for s in syncs if s.step == step and s.phase == Phase.IN_STEP),
             gaps=tuple(gaps),
             hotspots=tuple(self._hotspots(start, end)),
             memory=tuple(self._memory(start, end)),
@@ -524,7 +524,7 @@ def _windows(steps: list[tuple[float, float, int]]) -> list[tuple[int, float, fl
 
 def _step_at(ts: float, steps: list[tuple[float, float, int]]) -> int | None:
     phase, step = phase_at(ts, steps)
-    return step if phase == IN_STEP else None
+    return step if phase == Phase.IN_STEP else None
 
 
 def _merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:

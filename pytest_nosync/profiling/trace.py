@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP
+from ..findings import Phase
 
 SYNC_CALLS = frozenset(
     {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaStreamWaitEvent"}
@@ -213,11 +213,11 @@ def phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int
     """The guard's rule: inside a step range → that step; between two → the next; else before/after."""
     for start, end, step in steps:
         if start <= ts <= end:
-            return IN_STEP, step
+            return Phase.IN_STEP, step
     for start, _end, step in steps:
         if ts < start:
-            return (BEFORE_STEPS, None) if step == steps[0][2] else (IN_STEP, step)
-    return (AFTER_STEPS, None) if steps else (BEFORE_STEPS, None)
+            return (Phase.BEFORE_STEPS, None) if step == steps[0][2] else (Phase.IN_STEP, step)
+    return (Phase.AFTER_STEPS, None) if steps else (Phase.BEFORE_STEPS, None)
 
 
 def _parents(events: list[Event]) -> list[int]:

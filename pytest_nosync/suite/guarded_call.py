@@ -14,7 +14,7 @@ import torch
 
 from .. import attribution
 from ..detectors.dynamo import RECOMPILE_MESSAGE
-from ..findings import IN_STEP, Finding, Report
+from ..findings import Finding, Kind, Phase, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import judge
@@ -104,7 +104,7 @@ def _describe(exc: BaseException) -> str:
 def record_error(guard: Guard, exc: BaseException) -> Finding:
     """An exception raised inside the guard, as an `error` finding at its raise site."""
     frames = attribution.frames_from_traceback(exc.__traceback__)
-    return guard.record("error", frames, hint=ERROR_HINT, detail=_describe(exc), source="exception",
+    return guard.record(Kind.ERROR, frames, hint=ERROR_HINT, detail=_describe(exc), source="exception",
                         data=error_details(exc))  # fmt: skip
 
 
@@ -113,8 +113,8 @@ def error_report(exc: BaseException, options: GuardOptions, *, test_id: str = ""
     """The report of a case that raised before its guard ran (a cache technique refusing the model, a warm-up
     call): one `error` finding, judged against the baseline."""
     where, stack = attribution.attribute(attribution.frames_from_traceback(exc.__traceback__))
-    finding = Finding(kind="error", where=where, stack=stack, step=0, phase=IN_STEP, region=None, hint=ERROR_HINT,
-                      detail=_describe(exc), source="exception", data=error_details(exc))  # fmt: skip
+    finding = Finding(kind=Kind.ERROR, where=where, stack=stack, step=0, phase=Phase.IN_STEP, region=None,
+                      hint=ERROR_HINT, detail=_describe(exc), source="exception", data=error_details(exc))  # fmt: skip
     judged, passed = judge([finding], options.policy, options.known)
     report = Report(judged, test_id, check, target, options.backend, passed=passed)
     report.summary = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]

@@ -21,10 +21,9 @@ from typing import Any
 
 import torch
 
-from ..findings import DENOISER_REGION, STATUS_FAIL, Report
+from ..findings import DENOISER_REGION, Kind, Report, Status
 from ..guard import Guard
 from ..guard_options import GuardOptions
-from ..policy import ERROR
 from .guarded_call import Kwargs, error_report, guarded_call
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
@@ -223,6 +222,6 @@ def modulate_index_case(pipe: Any, call_kwargs: Kwargs, options: GuardOptions | 
 
 def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
     """The report with only the findings a case is about (their statuses kept), passed recomputed."""
-    kept = [f for f in report.findings if wanted(f) or f.kind == ERROR]  # an exception is every case's business
-    failing = any(f.status == STATUS_FAIL for f in kept)
+    kept = [f for f in report.findings if wanted(f) or f.kind == Kind.ERROR]  # an exception is every case's business
+    failing = any(f.status == Status.FAIL for f in kept)
     return replace(report, findings=kept, passed=not failing and not report.not_checked)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_nosync.findings import Kind
 from pytest_nosync.suite import regressions
 from pytest_nosync.suite.targets.base import CallContext
 
@@ -69,7 +70,7 @@ def test_cache_context_does_not_walk_the_tree(
     # A cache technique that raises on this model (an upstream bug or gap) is the case's `error` finding: a failure
     # with the exception, or a known issue when the baseline lists it with its reference. Never a skip.
     report = regressions.cache_context_case(nosync_pipeline, call_kwargs, 3, config, **guard)
-    if not report.of_kind("error"):
+    if not report.of_kind(Kind.ERROR):
         report.metrics["cache_context_cost"] = regressions.cache_context_cost(denoiser)
     nosync.add_report(report)
 

@@ -45,7 +45,7 @@ def test_growth_is_seen_from_the_devices_counter_without_a_dispatch_mode(backend
         assert torch.utils._python_dispatch._get_current_dispatch_mode() is None  # the cheap path
         leaky_loop(g, device)
     (finding,) = g.report.failures
-    assert (finding.kind, finding.where) == ("alloc_growth", "<unattributed>:0")
+    assert (finding.kind, str(finding.where)) == ("alloc_growth", "<unattributed>:0")
     assert "alloc_sites=True" in finding.detail and finding.data["bytes_per_step"] == [1024, 1024, 1024]
 
 

@@ -8,12 +8,13 @@ import pytest
 import torch
 
 from pytest_nosync import nosync_guard
+from pytest_nosync.findings import Location
 from tests.twins.sync_patterns import BUG_TWINS, CLEAN_TWINS, Twin
 
 
-def _norm(where: str) -> str:
-    filename, _, line = where.rpartition(":")
-    return f"{os.path.realpath(filename)}:{line}"
+def _norm(where: Location | str) -> str:
+    where = Location.parse(where)
+    return str(Location(os.path.realpath(where.file), where.line))
 
 
 def _run(twin: Twin, backend: str, x: torch.Tensor, device: torch.device, **options):
@@ -73,4 +74,4 @@ def test_profiler_sees_a_sync_that_sync_debug_mode_cannot(backend: str, x, devic
     failing = g.report.failures
     assert failing, g.report.findings
     assert all(f.source == "profiler" for f in failing)
-    assert {f.where.rsplit(":", 1)[0].split("/")[-1] for f in failing} == {"extension_sync.py"}
+    assert {os.path.basename(f.where.file) for f in failing} == {"extension_sync.py"}

@@ -49,7 +49,7 @@ def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
     report = _run(CHECK_OF.get(twin, twin), pipe, backend)
     expected = pipeline_twins.line_of(twin)
     assert report.passed is False, report.findings
-    assert (KIND[twin], expected) in {(f.kind, f.where) for f in report.failures}, report.findings
+    assert (KIND[twin], expected) in {(f.kind, str(f.where)) for f in report.failures}, report.findings
 
 
 @pytest.mark.parametrize("check", ["syncs", "graph_breaks", "alloc_growth", "host_overhead"])

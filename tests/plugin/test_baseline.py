@@ -9,11 +9,11 @@ import diffusers.schedulers.scheduling_unipc_multistep as unipc
 import pytest
 
 from pytest_nosync.baseline import SCHEMA, Baseline, BaselineError, Entry, default_range, entries_from, migrate
-from pytest_nosync.findings import Finding, Report
+from pytest_nosync.findings import Finding, KnownMatch, Report
 from pytest_nosync.run_report import diffusers_version
 
 TESTS = """
-from pytest_nosync.findings import Finding, Report
+from pytest_nosync.findings import Finding, KnownMatch, Report
 from pytest_nosync.policy import Policy, judge
 from pytest_nosync.plugin.fixtures import known_matcher
 
@@ -125,7 +125,7 @@ def test_entries_are_scoped_by_target_check_and_diffusers_version() -> None:
     assert entry.applies_to("0.37.1") and not entry.applies_to("0.42.1")
     baseline = Baseline([entry])
     known = baseline.matcher("t", "wan", "syncs", "0.37.1")
-    assert known(Finding("dtoh_sync", "/x/sched.py:5")) == "baseline #0: r"
+    assert known(Finding("dtoh_sync", "/x/sched.py:5")) == KnownMatch(0, "r")
     assert baseline.matcher("t", "wan", "syncs", "0.42.1")(Finding("dtoh_sync", "/x/sched.py:5")) is None
 
 

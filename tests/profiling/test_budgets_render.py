@@ -28,7 +28,7 @@ def test_gpu_idle_budget_blames_the_place_that_filled_the_largest_gap(eager: Dia
     # step 1 idles 94% (the planted sleep); steps 0 and 2 idle 79% and 83%
     findings = budget_findings(eager, TraceBudgets(max_gpu_idle_fraction=0.9))
     (finding,) = findings
-    assert (finding.kind, finding.step, finding.where, finding.region) == (
+    assert (finding.kind, finding.step, str(finding.where), finding.region) == (
         "host_overhead",
         1,
         "pipe.py:80",
@@ -46,7 +46,7 @@ def test_warmup_steps_are_not_judged(eager: Diagnosis) -> None:
 
 def test_host_time_between_denoiser_calls(eager: Diagnosis) -> None:
     (finding,) = budget_findings(eager, TraceBudgets(max_cpu_ms_between_denoiser_calls=1.0))
-    assert (finding.kind, finding.step, finding.where) == ("host_overhead", 1, "pipe.py:80")
+    assert (finding.kind, finding.step, str(finding.where)) == ("host_overhead", 1, "pipe.py:80")
     assert "3.325 ms of host time between two denoiser calls (budget 1.0 ms)" in finding.detail
 
 
@@ -56,7 +56,7 @@ def test_layout_and_copy_budgets(eager: Diagnosis) -> None:
     copies = [f for f in findings if f.data["kind"] == "device copy"]
     assert [f.step for f in layout] == [0, 1, 2]
     assert [f.step for f in copies] == [1, 2]  # step 0 has 3: within budget
-    assert layout[0].kind == "layout_transform" and layout[0].where == "<op aten::conv3d>:0"
+    assert layout[0].kind == "layout_transform" and str(layout[0].where) == "<op aten::conv3d>:0"
     assert "nchwToNhwcKernel via aten::conv3d ×1" in layout[0].detail
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from pytest_nosync.findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP
+from pytest_nosync.findings import Phase
 from pytest_nosync.profiling.trace import Trace, phase_at
 
 
@@ -67,10 +67,10 @@ def test_memory_samples_are_read(cpu_trace: Trace) -> None:
 
 def test_phase_at_follows_the_guard_rule() -> None:
     steps = [(10.0, 20.0, 0), (30.0, 40.0, 1)]
-    assert phase_at(5, steps) == (BEFORE_STEPS, None)
-    assert phase_at(15, steps) == (IN_STEP, 0)
-    assert phase_at(25, steps) == (IN_STEP, 1)  # between two steps: the next one
-    assert phase_at(45, steps) == (AFTER_STEPS, None)
+    assert phase_at(5, steps) == (Phase.BEFORE_STEPS, None)
+    assert phase_at(15, steps) == (Phase.IN_STEP, 0)
+    assert phase_at(25, steps) == (Phase.IN_STEP, 1)  # between two steps: the next one
+    assert phase_at(45, steps) == (Phase.AFTER_STEPS, None)
 
 
 def test_moved_ranges_keep_their_host_thread() -> None:

@@ -87,7 +87,7 @@ def test_on_failure_keeps_only_a_failing_blocks_trace(pipe: TinyPipeline, tmp_pa
     assert failing.passed is False
     (finding,) = failing.failures
     assert (finding.kind, finding.step, finding.region) == ("host_overhead", 1, "scheduler_step")
-    assert finding.where.endswith("tiny_pipeline.py:22")
+    assert str(finding.where).endswith("tiny_pipeline.py:22")
     assert Path(failing.artifacts["trace"]).name == "tests_t.py__test_fails.json"
     assert "diagnosis" in failing.metrics
 

@@ -21,7 +21,7 @@ def test_first_frame_outside_torch_is_blamed() -> None:
         Frame("/repo/run.py", 7, "main"),
     ]
     where, stack = attribution.attribute(frames)
-    assert where == "/repo/pipeline.py:42"
+    assert str(where) == "/repo/pipeline.py:42"
     assert stack[0].filename == TORCH_FILE  # the torch frame stays visible in the stack
 
 
@@ -32,7 +32,7 @@ def test_plugin_frames_are_plumbing_but_suite_frames_are_blamed() -> None:
         Frame(plugin_dir + "suite/test_targets.py", 9, "test_syncs"),
     ]
     where, stack = attribution.attribute(frames)
-    assert where.endswith("suite/test_targets.py:9")
+    assert str(where).endswith("suite/test_targets.py:9")
     assert all("detectors" not in f.filename for f in stack)
 
 
@@ -60,7 +60,7 @@ def test_frames_past_the_short_stack_are_not_read() -> None:
             yield Frame(f"/repo/layer{depth}.py", depth + 1, "forward")
 
     where, kept = attribution.attribute(stack())
-    assert where == "/repo/layer0.py:1"
+    assert str(where) == "/repo/layer0.py:1"
     assert len(kept) == attribution.STACK_DEPTH + 1  # the torch frame, then the blamed one and those past it
     assert len(read) == attribution.STACK_DEPTH
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_nosync.compare import compare, place, render
-from pytest_nosync.findings import BEFORE_STEPS, Finding, Report
+from pytest_nosync.findings import Finding, Location, Phase, Report
 
 
 def _report(test: str, *findings: Finding, passed: bool = True) -> Report:
@@ -11,7 +11,9 @@ def _report(test: str, *findings: Finding, passed: bool = True) -> Report:
 
 
 def test_places_line_up_across_install_prefixes() -> None:
-    assert place("/tmp/site-0.42.1/diffusers/schedulers/x.py:886") == place("/venv/lib/diffusers/schedulers/x.py:886")
+    assert place(Location.parse("/tmp/site-0.42.1/diffusers/schedulers/x.py:886")) == place(
+        Location.parse("/venv/lib/diffusers/schedulers/x.py:886")
+    )
 
 
 def test_counts_both_misses_and_false_alarms() -> None:
@@ -20,7 +22,7 @@ def test_counts_both_misses_and_false_alarms() -> None:
             "t::wan",
             Finding("htod_sync", "/a/diffusers/schedulers/u.py:886", step=0),
             Finding("htod_sync", "/a/diffusers/schedulers/u.py:1021", step=1),
-            Finding("dtoh_sync", "/a/diffusers/pipelines/p.py:9", step=None, phase=BEFORE_STEPS),
+            Finding("dtoh_sync", "/a/diffusers/pipelines/p.py:9", step=None, phase=Phase.BEFORE_STEPS),
             passed=False,
         )
     ]

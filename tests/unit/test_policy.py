@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_nosync.findings import AFTER_STEPS, BEFORE_STEPS, IN_STEP, Finding
+from pytest_nosync.findings import Finding, Location, Phase
 from pytest_nosync.policy import AllowEntry, Policy, judge, parse_allow, where_matches
 
 SCHED = "/venv/lib/python3.11/site-packages/diffusers/schedulers/scheduling_unipc_multistep.py"
 
 
-def sync(where: str, phase: str = IN_STEP, count: int = 1, kind: str = "dtoh_sync") -> Finding:
-    return Finding(kind=kind, where=where, phase=phase, step=0 if phase == IN_STEP else None, count=count)
+def sync(where: str, phase: str = Phase.IN_STEP, count: int = 1, kind: str = "dtoh_sync") -> Finding:
+    return Finding(kind=kind, where=where, phase=phase, step=0 if phase == Phase.IN_STEP else None, count=count)
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def sync(where: str, phase: str = IN_STEP, count: int = 1, kind: str = "dtoh_syn
     ],
 )
 def test_where_patterns(pattern: str, where: str, expected: bool) -> None:
-    assert where_matches(pattern, where) is expected
+    assert where_matches(pattern, Location.parse(where)) is expected
 
 
 def test_a_finding_in_a_step_fails_by_default() -> None:
@@ -39,7 +39,7 @@ def test_a_finding_in_a_step_fails_by_default() -> None:
 
 
 def test_outside_steps_is_reported_not_counted_unless_asked() -> None:
-    findings = [sync("a.py:1", BEFORE_STEPS), sync("a.py:2", AFTER_STEPS)]
+    findings = [sync("a.py:1", Phase.BEFORE_STEPS), sync("a.py:2", Phase.AFTER_STEPS)]
     judged, passed = judge(findings, Policy())
     assert passed and {f.status for f in judged} == {"outside_steps"}
     judged, passed = judge(findings, Policy(count_outside_steps=True))

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from pytest_nosync import run_report
-from pytest_nosync.findings import AFTER_STEPS, IN_STEP, Finding, Frame, Report, merge
+from pytest_nosync.findings import Finding, Frame, Phase, Report, merge
 from pytest_nosync.policy import Policy, judge
 from pytest_nosync.render import github_annotations, render_report
 
@@ -22,16 +22,16 @@ def _report(root: str) -> Report:
             f"{pipe}:10",
             (Frame(pipe, 10, "step", "s.item()"),),
             0,
-            IN_STEP,
+            Phase.IN_STEP,
             "scheduler_step",
             1,
             "hint: keep it a tensor",
             "s.item()",
             "sync_debug",
         ),
-        Finding("dtoh_sync", f"{pipe}:10", (), 1, IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
-        Finding("dtoh_sync", f"{pipe}:10", (), 1, IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
-        Finding("htod_sync", f"{pipe}:30", (), None, AFTER_STEPS, None, 1, "", "torch.tensor(x)", "sync_debug"),
+        Finding("dtoh_sync", f"{pipe}:10", (), 1, Phase.IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
+        Finding("dtoh_sync", f"{pipe}:10", (), 1, Phase.IN_STEP, "scheduler_step", 1, "hint", "s.item()", "sync_debug"),
+        Finding("htod_sync", f"{pipe}:30", (), None, Phase.AFTER_STEPS, None, 1, "", "torch.tensor(x)", "sync_debug"),
     ]
     judged, passed = judge(merge(findings), Policy())
     return Report(
