@@ -7,10 +7,12 @@ is entered); `execution_device` is where a pipeline goes under that backend.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from .checks import Placement, placement
 from .guard_options import BACKENDS
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
@@ -52,6 +54,16 @@ def execution_device(backend: str = "auto") -> torch.device:
     from .emulation import install
 
     return install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
+
+
+def for_checks(device: torch.device, checks: Iterable[str]) -> torch.device:
+    """Where a block of `checks` runs when the backend's device is `device`: the plain CPU under the emulation when
+    every check runs there (checks.Placement: dynamo cannot trace the stand-in's tensors), else `device`."""
+    from .emulation import is_emulated
+
+    if is_emulated(device) and placement(checks) is Placement.PLAIN_CPU:
+        return torch.device("cpu")
+    return device
 
 
 def allocated_bytes(backend: str) -> int:

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from . import attribution, devices
+from . import attribution, checks, devices
 from .annotate import PipelineAnnotations
-from .detectors import detectors_for, unknown_checks
+from .detectors import detectors_for
 from .detectors.base import CannotCheck, Detector
 from .findings import Finding, Frame, Phase, Report, merge
 from .guard_options import GuardOptions, split_options
@@ -49,11 +49,7 @@ class Guard:
         detectors: Iterable[Detector] = (),
     ) -> None:
         self.options = options or GuardOptions()
-        unknown = unknown_checks(self.options.checks)
-        if unknown:
-            from .detectors import CHECKS
-
-            raise ValueError(f"unknown check(s) {unknown}; a guard can run {sorted(CHECKS)}")
+        checks.lookup(self.options.checks)  # UnknownCheck (a ValueError) names an unknown one
         self.pipeline = pipeline
         self.enabled = enabled
         self.whole_block = whole_block
@@ -77,7 +73,7 @@ class Guard:
     def __enter__(self) -> Guard:
         if not self.enabled:
             return self
-        backend = devices.resolve(self.options.backend, syncs="syncs" in self.options.checks)
+        backend = devices.resolve(self.options.backend, syncs=checks.needs_sync_backend(self.options.checks))
         if backend != self.options.backend:
             self.options = replace(self.options, backend=backend)
         self.report.backend = backend

@@ -24,7 +24,7 @@ BACKENDS = ("auto", "cuda", "emulate")  # "auto": cuda when a GPU is visible, el
 class GuardOptions:
     """What a guard checks and how it judges.
 
-    checks: names from pytest_nosync.detectors.CHECKS. backend: "auto", "cuda" or "emulate" (the guard resolves
+    checks: names from pytest_nosync.checks.CHECKS. backend: "auto", "cuda" or "emulate" (the guard resolves
     "auto" once, when it is entered). mode: "warn" collects every sync and fails once; "error" raises at the
     first one inside a step. budget/allow/count_outside_steps: how findings are judged (Policy). device_work: a
     sync check that saw nothing run on the device fails (False: the block knowingly runs host-only code). known: the

@@ -30,7 +30,7 @@ class SyncEvent:
 
 
 Listener = Callable[[SyncEvent], None]
-Check = Callable[[Any, tuple, dict], "SyncEvent | None"]
+SyncRule = Callable[[Any, tuple, dict], "SyncEvent | None"]
 
 listener: Listener | None = None  # read on every op: a plain module global is the cheapest test
 # Host tensors pinned by the CUDA mapping (cuda_map.pin), by id: tensors compare elementwise, so no WeakSet.
@@ -67,7 +67,7 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) 
     return args[index] if len(args) > index else kwargs.get(name, default)
 
 
-def _read(pattern: str, hint: str = "") -> Check:
+def _read(pattern: str, hint: str = "") -> SyncRule:
     def check(func: Any, args: tuple, kwargs: dict) -> SyncEvent:
         return SyncEvent(DTOH, _name(func), pattern, hint)
 
@@ -123,14 +123,14 @@ def _histc(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
     return SyncEvent(DTOH, _name(func), "histc_range", HISTC_HINT) if low == high else None
 
 
-_CHECKS: dict[Any, Check] = {}
+_RULES: dict[Any, SyncRule] = {}
 
 
-def _build_checks() -> dict[Any, Check]:
+def _build_rules() -> dict[Any, SyncRule]:
     aten = torch.ops.aten
     shape = _read("data_dependent_shape")
     equal = _read("equal", EQUAL_HINT)
-    table: dict[Any, Check] = {
+    table: dict[Any, SyncRule] = {
         aten._local_scalar_dense.default: _read(""),  # .item(), float(), bool(), if, shapes: the expression tells
         aten.equal.default: equal,
         aten.allclose.default: _read(""),  # a Python bool
@@ -155,20 +155,20 @@ def _build_checks() -> dict[Any, Check]:
     return table
 
 
-def _checks() -> dict[Any, Check]:
-    if not _CHECKS:  # built on first use: resolving the ops is work an import must not do
-        _CHECKS.update(_build_checks())
-    return _CHECKS
+def _rules() -> dict[Any, SyncRule]:
+    if not _RULES:  # built on first use: resolving the ops is work an import must not do
+        _RULES.update(_build_rules())
+    return _RULES
 
 
 def classify(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
     """The sync `func(*args, **kwargs)` would be on a GPU (args still on the stand-in device), or None."""
-    check = _checks().get(func)
+    check = _rules().get(func)
     return None if check is None else check(func, args, kwargs)
 
 
 def mixing_allowed(func: Any) -> bool:
     """Copies and indexing may take host and device tensors together; any other op with a non-scalar host
     operand fails on a GPU (and fails under emulation the same way)."""
-    check = _checks().get(func)
+    check = _rules().get(func)
     return check is _copy or check is _index

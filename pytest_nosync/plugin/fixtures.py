@@ -136,9 +136,6 @@ def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
     return NosyncFixture(request.node)
 
 
-DYNAMO_CHECKS = frozenset({"graph_breaks", "recompiles"})
-
-
 def device_for(item: pytest.Item) -> torch.device:
     """The device a test's tensors and models go on: cuda on a GPU, the emulated device under emulation, the plain
     CPU for a test whose only checks are graph_breaks/recompiles under emulation (dynamo cannot trace the emulated
@@ -151,10 +148,8 @@ def device_for(item: pytest.Item) -> torch.device:
     settings = table.of(item.config)
     if not settings.enabled:
         return torch.device("cuda" if devices.cuda_available() else "cpu")
-    checks = set(marker_values(item).get("checks", ()))
-    if settings.backend == "emulate" and checks and checks <= DYNAMO_CHECKS:
-        return torch.device("cpu")
-    return devices.execution_device(settings.backend)
+    checks = marker_values(item).get("checks", GuardOptions.checks)
+    return devices.for_checks(devices.execution_device(settings.backend), checks)
 
 
 @pytest.fixture
@@ -290,7 +285,8 @@ def nosync_check(
     ctx = nosync_call_context
 
     def run(check: str) -> Report:
-        from ..suite.checks import dynamo_device, run_check
+        from .. import devices
+        from ..suite.checks import run_check
 
         if check == "graph_breaks":
             traced = graph_helpers.outcome(request.node)
@@ -300,8 +296,8 @@ def nosync_check(
                 pytest.skip(traced.skipped)
             # no helper has it, or its helper failed (the summary says why): traced here
         device, pipe = ctx.device, nosync_pipeline
-        if check == "graph_breaks" and dynamo_device(device) != device:
-            device = dynamo_device(device)
+        if devices.for_checks(device, (check,)) != device:
+            device = devices.for_checks(device, (check,))
             pipe = _pipeline(request, nosync_target, device, ctx.dtype)
         call_kwargs = nosync_target.kwargs_by_steps(pipe, replace(ctx, device=device))
         options = guard_options(request.node, check, nosync_target.name, denoiser=nosync_target.denoiser)

@@ -60,7 +60,7 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
     load a real model a second time), and not fail-fast mode (its raise must land here). Whether this diffusers has
     the target's classes is not asked here (it would import diffusers before the helpers start): a helper answers
     that it cannot build it, and the test skips as it would anyway."""
-    from ..suite.checks import dynamo_device
+    from .. import devices
     from .fixtures import call_context, guard_options
 
     eligible = []
@@ -74,7 +74,7 @@ def jobs(items: list[pytest.Item]) -> list[GraphJob]:
     if not eligible:
         return []
     ctx = call_context(items[0].config)  # one run, one call context
-    device, dtype = str(dynamo_device(ctx.device)), str(ctx.dtype).removeprefix("torch.")
+    device, dtype = str(devices.for_checks(ctx.device, ("graph_breaks",))), str(ctx.dtype).removeprefix("torch.")
     return [GraphJob(test_id, name, device, dtype, ctx.steps, ctx.seed, options) for test_id, name, options in eligible]
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ..detectors import CHECKS
+from ..checks import CHECKS, UnknownCheck, lookup
 from ..guard_options import BACKENDS, MODES, GuardOptions
 from ..policy import parse_allow
 from ..profiling.budgets import NAMES as BUDGET_NAMES
@@ -73,9 +73,10 @@ def check_names(raw: Any) -> tuple[str, ...]:
     names = (raw,) if isinstance(raw, str) else raw
     if not isinstance(names, (tuple, list)) or not names:
         raise ValueError(f"must be a non-empty list of check names, got {raw!r}")
-    unknown = [c for c in names if c not in CHECKS]
-    if unknown:
-        raise ValueError(f"has unknown check {unknown[0]!r}; expected some of {', '.join(CHECKS)}")
+    try:
+        lookup(names)
+    except UnknownCheck as exc:
+        raise ValueError(f"has an {exc}") from None
     return tuple(names)
 
 

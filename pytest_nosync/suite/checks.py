@@ -1,9 +1,9 @@
 """The suite's checks on one pipeline: pipeline in, Report out, nothing of pytest.
 
-Each check is one of the guard's checks (pytest_nosync.detectors.CHECKS) run on a real call: a warm-up call on a
-pipeline's first use (first-call work such as lazy init, caches and cuDNN autotuning is not what a step costs), then
-the measured call under a guard of that one check. What differs per check is how many steps the measured call needs
-and how many of them are warm-up for the scheduler (`plan`).
+Each check is one of the guard's checks (pytest_nosync.checks.CHECKS, those marked `suite`) run on a real call: a
+warm-up call on a pipeline's first use (first-call work such as lazy init, caches and cuDNN autotuning is not what a
+step costs), then the measured call under a guard of that one check. What differs per check is how many steps the
+measured call needs and how many of them are warm-up for the scheduler (`plan`).
 """
 
 from __future__ import annotations
@@ -16,21 +16,13 @@ from typing import Any
 
 import torch
 
+from ..checks import SUITE_CHECKS
 from ..detectors.memory import UNATTRIBUTED
 from ..findings import Report
 from ..guard_options import GuardOptions
 from .guarded_call import error_report, guarded_call
 
 CallKwargs = Callable[[int], dict[str, Any]]  # steps → fresh kwargs of a realistic call
-SUITE_CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
-
-
-def dynamo_device(device: torch.device) -> torch.device:
-    """Where the graph check runs: dynamo cannot trace the emulated device's wrapper tensors, and graph breaks and
-    recompiles do not depend on the device, so under emulation it runs on the plain CPU."""
-    from ..emulation import is_emulated
-
-    return torch.device("cpu") if is_emulated(device) else device
 
 
 def scheduler_order(pipe: Any) -> int:

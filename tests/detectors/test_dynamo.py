@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pytest_nosync import nosync_guard
-from pytest_nosync.suite.checks import dynamo_device
+from pytest_nosync.devices import for_checks
 
 
 def _place(frame) -> str:
@@ -118,7 +118,7 @@ def test_graph_breaks_are_what_explain_reports(cls, marker: str) -> None:
 
 @pytest.mark.parametrize("checks", [("recompiles",), ("graph_breaks",)])
 def test_a_recompile_between_steps_is_caught_at_its_line(checks, backend: str, device: torch.device) -> None:
-    where = dynamo_device(device)  # graph checks run on the plain CPU under emulation
+    where = for_checks(device, ("graph_breaks",))  # graph checks run on the plain CPU under emulation
     module, x = Counting().to(where), torch.randn(2, 8, device=where)
     report = _guarded(module, x, checks, backend)
     recompiles = report.of_kind("recompile")
@@ -129,7 +129,7 @@ def test_a_recompile_between_steps_is_caught_at_its_line(checks, backend: str, d
 
 @pytest.mark.parametrize("checks", [("recompiles",), ("graph_breaks",)])
 def test_the_clean_twin_compiles_once_and_passes(checks, backend: str, device: torch.device) -> None:
-    where = dynamo_device(device)
+    where = for_checks(device, ("graph_breaks",))
     report = _guarded(Clean().to(where), torch.randn(2, 8, device=where), checks, backend)
     assert report.findings == [] and report.passed, report.findings
     assert report.metrics["compiles_per_step"] == {"0": 1}
@@ -138,7 +138,7 @@ def test_the_clean_twin_compiles_once_and_passes(checks, backend: str, device: t
 def test_two_input_shapes_in_the_first_step_are_two_graphs_and_no_break(backend: str, device: torch.device) -> None:
     """True CFG with a negative prompt shorter than the prompt: two calls of other shapes in each step, two graphs
     compiled in the first, none later; no graph break, and the break count says so."""
-    where = dynamo_device(device)
+    where = for_checks(device, ("graph_breaks",))
     module = Clean().to(where)
     pipe = SimpleNamespace(transformer=module)
     with torch.no_grad(), nosync_guard(pipe, checks=("graph_breaks",), backend=backend) as g:
@@ -153,7 +153,7 @@ def test_two_input_shapes_in_the_first_step_are_two_graphs_and_no_break(backend:
 
 
 def test_the_break_count_is_the_breaks(backend: str, device: torch.device) -> None:
-    where = dynamo_device(device)
+    where = for_checks(device, ("graph_breaks",))
     report = _guarded(Printing().to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
     assert report.metrics["graph_break_count"] == len(report.of_kind("graph_break")) == 1
 

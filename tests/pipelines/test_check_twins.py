@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_nosync.devices import for_checks
 from pytest_nosync.guard_options import GuardOptions
-from pytest_nosync.suite.checks import dynamo_device, run_check
+from pytest_nosync.suite.checks import run_check
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 from tests.twins import pipeline_twins
@@ -29,13 +30,13 @@ CHECK_OF = {"recompiles": "graph_breaks"}  # recompiles are part of the graph ch
 def pipe(device: torch.device, request: pytest.FixtureRequest):
     params = request.node.callspec.params
     check = params.get("check") or CHECK_OF.get(params["twin"], params["twin"])
-    pipe = build_pipeline(TARGET, dynamo_device(device) if check == "graph_breaks" else device, torch.float32)
+    pipe = build_pipeline(TARGET, for_checks(device, (check,)), torch.float32)
     yield pipe
     pipeline_twins.uninstall(pipe.transformer)
 
 
 def _run(check: str, pipe, backend: str):
-    device = pipe.transformer.device  # the graph check may run on the plain CPU (see checks.dynamo_device)
+    device = pipe.transformer.device  # the graph check may run on the plain CPU (see devices.for_checks)
 
     def call_kwargs(steps: int) -> dict:
         return TARGET.call_kwargs(pipe, CallContext(device, torch.float32, steps))

@@ -1,0 +1,94 @@
+"""The checks: one vocabulary shared by the marker, the guard, the suite and the docs, each check with its facts.
+
+A check is what a test asks for (`checks=["syncs"]`): which detector module runs it, which finding kinds it reports,
+where it runs under the CPU emulation, whether it traces with dynamo, whether it needs the sync machinery, its
+default budget and whether the suite runs it per target. Every list and rule about checks is derived from CHECKS.
+
+Adding a check: one detector module (pytest_nosync/detectors/<module>.py with `detectors(options) -> list[Detector]`)
+and one entry here. Plain data: importing this module imports nothing heavy (the plugin reads it when it registers
+its options).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+from .findings import SYNC_KINDS, Kind
+
+
+class Placement(str, Enum):
+    """Where a check runs when the backend is the CPU emulation."""
+
+    EMULATED_DEVICE = "emulated device"  # on the stand-in device, whose residency decides what a sync is
+    PLAIN_CPU = "plain CPU"  # dynamo cannot trace the stand-in's wrapper tensors; its findings do not depend on it
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    help: str
+    detector: str  # module of pytest_nosync.detectors with `detectors(options) -> list[Detector]`
+    kinds: frozenset[Kind]  # what its findings are (besides `error`, which any check may report)
+    under_emulation: Placement = Placement.EMULATED_DEVICE
+    dynamo: bool = False  # traces the denoiser with torch._dynamo
+    budget: int = 0  # failing events tolerated by default
+    suite: bool = False  # the suite runs it on every target, as test_<name>
+
+    @property
+    def needs_sync_backend(self) -> bool:
+        """Whether it sees syncs, so the backend's sync machinery (CUDA's debug mode, the emulation) must exist."""
+        return bool(self.kinds & SYNC_KINDS)
+
+
+def _check(name: str, help: str, detector: str, *kinds: Kind, **facts: object) -> tuple[str, Check]:
+    return name, Check(name, help, detector, frozenset(kinds), **facts)  # type: ignore[arg-type]
+
+
+CHECKS: dict[str, Check] = dict(
+    (
+        _check("syncs", "no device-to-host read or blocking host-to-device copy inside a denoising step", "syncs",
+               Kind.DTOH_SYNC, Kind.HTOD_SYNC, Kind.DEVICE_SYNC, suite=True),
+        _check("graph_breaks", "one dynamo pass over the denoiser: no graph break, no recompile between steps",
+               "dynamo", Kind.GRAPH_BREAK, Kind.RECOMPILE, under_emulation=Placement.PLAIN_CPU, dynamo=True,
+               suite=True),
+        _check("recompiles", "no recompile of the compiled denoiser between steps", "dynamo", Kind.RECOMPILE,
+               under_emulation=Placement.PLAIN_CPU, dynamo=True),
+        _check("alloc_growth", "steady-state steps leave no memory behind (the line that allocated it)", "memory",
+               Kind.ALLOC_GROWTH, suite=True),
+        _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
+               Kind.HOST_OVERHEAD, suite=True),
+        _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
+               "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY),
+        _check("device_ops", "records the aten ops each step runs on the device, by op and source line (a dispatch "
+               "mode: time figures of the same call are not taken)", "step_metrics", Kind.DEVICE_OPS),
+    )
+)  # fmt: skip
+
+SUITE_CHECKS = tuple(name for name, check in CHECKS.items() if check.suite)
+
+
+class UnknownCheck(ValueError):
+    """A check name nobody registered; the message lists the known ones."""
+
+
+def lookup(names: Iterable[str]) -> tuple[Check, ...]:
+    """The checks of `names`, or UnknownCheck naming the first unknown one."""
+    names = tuple(names)
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise UnknownCheck(f"unknown check {unknown[0]!r}; expected some of {', '.join(CHECKS)}")
+    return tuple(CHECKS[n] for n in names)
+
+
+def placement(names: Iterable[str]) -> Placement:
+    """Where a block running `names` runs under the emulation: on the plain CPU only when every one of them does."""
+    checks = lookup(names)
+    if checks and all(c.under_emulation is Placement.PLAIN_CPU for c in checks):
+        return Placement.PLAIN_CPU
+    return Placement.EMULATED_DEVICE
+
+
+def needs_sync_backend(names: Iterable[str]) -> bool:
+    return any(c.needs_sync_backend for c in lookup(names))
