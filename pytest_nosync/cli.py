@@ -26,7 +26,7 @@ from .findings import Report
 from .profiling.budgets import NAMES as BUDGET_NAMES
 from .profiling.budgets import parse_budgets
 from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_schedule
-from .profiling.diagnose import Diagnosis, diagnose
+from .profiling.diagnose import TraceDiagnosis, diagnose
 from .profiling.render import render_diagnosis
 from .profiling.trace import Trace
 
@@ -223,8 +223,8 @@ def _summarise(report: Report, args: argparse.Namespace) -> int:
 
     diagnosis = report.metrics.get("diagnosis")
     if diagnosis:
-        print(render_diagnosis(Diagnosis.from_dict(diagnosis)))
-        _write_json(args.json_out, Diagnosis.from_dict(diagnosis))
+        print(render_diagnosis(TraceDiagnosis.from_dict(diagnosis)))
+        _write_json(args.json_out, TraceDiagnosis.from_dict(diagnosis))
     if report.artifacts.get("trace"):
         print(f"trace: {report.artifacts['trace']} (open it in Perfetto)")
     if args.nsys:
@@ -239,7 +239,7 @@ def _summarise(report: Report, args: argparse.Namespace) -> int:
     return 1 if report.passed is False else 0
 
 
-def _write_json(path: str | None, diagnosis: Diagnosis) -> None:
+def _write_json(path: str | None, diagnosis: TraceDiagnosis) -> None:
     if path:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(diagnosis.to_dict(), fh, indent=1)

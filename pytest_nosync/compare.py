@@ -29,7 +29,7 @@ def _keys(report: Report) -> set[Key]:
 
 
 @dataclass
-class Comparison:
+class ReportComparison:
     both: set[tuple[str, Key]] = field(default_factory=set)
     only_reference: set[tuple[str, Key]] = field(default_factory=set)
     only_other: set[tuple[str, Key]] = field(default_factory=set)
@@ -42,10 +42,10 @@ class Comparison:
         return len(self.both) / seen if seen else 1.0
 
 
-def compare(reference: Iterable[Report], other: Iterable[Report]) -> Comparison:
+def compare(reference: Iterable[Report], other: Iterable[Report]) -> ReportComparison:
     ref = {(r.test_id, r.check): r for r in reference}
     oth = {(r.test_id, r.check): r for r in other}
-    out = Comparison()
+    out = ReportComparison()
     for key in sorted(set(ref) & set(oth)):
         out.tests += 1
         a, b = _keys(ref[key]), _keys(oth[key])
@@ -58,7 +58,7 @@ def compare(reference: Iterable[Report], other: Iterable[Report]) -> Comparison:
     return out
 
 
-def render(comparison: Comparison, names: tuple[str, str] = ("reference", "other")) -> str:
+def render(comparison: ReportComparison, names: tuple[str, str] = ("reference", "other")) -> str:
     lines = [
         f"{comparison.tests} tests in both runs; in-step findings (kind, place, step): "
         f"{len(comparison.both)} in both, {len(comparison.only_reference)} only in {names[0]}, "

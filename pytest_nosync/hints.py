@@ -104,23 +104,23 @@ _CONDITION_OPS = ("POP_JUMP", "JUMP_IF", "TO_BOOL", "UNARY_NOT")
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class SyncDiagnosis:
     pattern: str
     kind: str
     hint: str
 
 
 @functools.lru_cache(maxsize=1024)  # a sync site repeats every step
-def diagnose(expression: str, opname: str = "", default_kind: str = "dtoh_sync") -> Diagnosis:
+def diagnose(expression: str, opname: str = "", default_kind: str = "dtoh_sync") -> SyncDiagnosis:
     """Classify the expression that was executing when a sync happened."""
     if opname.startswith(_CONDITION_OPS):
-        return Diagnosis("condition", "dtoh_sync", CONDITION_HINT)
+        return SyncDiagnosis("condition", "dtoh_sync", CONDITION_HINT)
     if opname in ("BINARY_SUBSCR", "BINARY_OP") and "[" in expression and "synchronize" not in expression:
-        return Diagnosis("mask_index", "dtoh_sync", MASK_INDEX_HINT)
+        return SyncDiagnosis("mask_index", "dtoh_sync", MASK_INDEX_HINT)
     for pattern in PATTERNS:
         if pattern.regex.search(expression):
-            return Diagnosis(pattern.name, pattern.kind, pattern.hint)
-    return Diagnosis("unknown", default_kind, GENERIC_HINT)
+            return SyncDiagnosis(pattern.name, pattern.kind, pattern.hint)
+    return SyncDiagnosis("unknown", default_kind, GENERIC_HINT)
 
 
 def hint_for(pattern_name: str) -> str:

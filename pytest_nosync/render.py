@@ -141,17 +141,17 @@ def trace_lines(report: Report) -> list[str]:
     if report.artifacts.get("trace"):
         lines.append(f"trace: {report.artifacts['trace']} (open it in Perfetto)")
     if report.metrics.get("diagnosis"):
-        from .profiling.diagnose import Diagnosis
+        from .profiling.diagnose import TraceDiagnosis
         from .profiling.render import render_diagnosis
 
-        lines.append(render_diagnosis(Diagnosis.from_dict(report.metrics["diagnosis"])))
+        lines.append(render_diagnosis(TraceDiagnosis.from_dict(report.metrics["diagnosis"])))
     return lines
 
 
 def step_metrics_table(reports: Iterable[Report]) -> list[str]:
     """The step metrics of the run, one row per target: per steady step, the mean device ops, host ms outside the
     denoiser and device ms, and the peak device memory; beside, the change from the compared run."""
-    from .step_metrics import summary
+    from .step_cost import summary
 
     rows = [r for r in reports if isinstance(r.metrics.get("step_metrics"), dict) and r.metrics["step_metrics"]]
     if not rows:

@@ -42,7 +42,7 @@ class EmulatedSyncDetector(Detector):
             self._previous = None
             self._armed = False
 
-    def _on_sync(self, event: syncs.SyncEvent) -> None:
+    def _on_sync(self, event: syncs.EmulatedSync) -> None:
         frame = attribution.caller_frame()
         blamed = _first_outside(frame)
         expression, opname = attribution.executing_expression(blamed)
@@ -63,7 +63,7 @@ class EmulatedSyncDetector(Detector):
         return isinstance(exc, RuntimeError) and ERROR_MESSAGE in str(exc)
 
 
-def _diagnose(event: syncs.SyncEvent, expression: str, opname: str) -> tuple[str, str]:
+def _diagnose(event: syncs.EmulatedSync, expression: str, opname: str) -> tuple[str, str]:
     """(pattern, hint). The op's own pattern wins (`x[mask] = v` is a mask index whatever else the line
     says), unless the expression refines it (`torch.tensor(data, device=d)` is a copy to the device built
     from host data). A plain read of a value (`_local_scalar_dense`) is named by its expression: `.item()`,

@@ -18,7 +18,7 @@ from .. import hints
 from ..attribution import attribute
 from ..findings import SYNC_KINDS, Finding, Frame, Phase, Report
 from ..guard_options import GuardOptions
-from ..profiling.trace import SyncEvent, Trace, phase_at, profiler_stop_sync, sync_events
+from ..profiling.trace import Trace, TraceSync, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
 
 
@@ -30,7 +30,7 @@ class ProfilerSyncDetector(Detector):
         super().__init__(options)
         self._tracer: Any = None
         self.trace: Trace | None = None
-        self.syncs: list[tuple[SyncEvent, str, int | None]] = []
+        self.syncs: list[tuple[TraceSync, str, int | None]] = []
 
     def use_trace_from(self, tracer: Any) -> None:
         self._tracer = tracer
@@ -79,14 +79,14 @@ class ProfilerSyncDetector(Detector):
             report.metrics["profiler_syncs"] = per_step
 
 
-def _same_sync(finding: Finding, sync: SyncEvent, phase: str, step: int | None) -> bool:
+def _same_sync(finding: Finding, sync: TraceSync, phase: str, step: int | None) -> bool:
     if finding.kind not in SYNC_KINDS or finding.phase != phase or finding.step != step:
         return False
     functions = {(os.path.basename(f.filename), f.function) for f in finding.stack}
     return any((os.path.basename(p.filename), p.function) in functions for p in sync.python[:3])
 
 
-def _finding(sync: SyncEvent, phase: str, step: int | None) -> Finding:
+def _finding(sync: TraceSync, phase: str, step: int | None) -> Finding:
     frames = tuple(Frame(p.filename, p.lineno, p.function) for p in sync.python)
     where, stack = attribute(frames) if frames else ("<no python frame>:0", ())
     detail = f"{sync.op or 'no aten op'} → {sync.call}" + (

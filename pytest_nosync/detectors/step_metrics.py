@@ -1,4 +1,4 @@
-"""What one denoising step costs, as numbers to compare between two commits (pytest_nosync.step_metrics judges).
+"""What one denoising step costs, as numbers to compare between two commits (pytest_nosync.step_cost judges).
 
 Two checks, two detectors, because counting ops inflates the times of the call it counts in (on a GPU the suite
 runs them in separate calls; under emulation, where every op is Python already, in one):
@@ -231,7 +231,7 @@ class OpCounter(Detector):
 def _portable_sites(sites: Counter[tuple[str, Location]]) -> list[dict[str, Any]]:
     """Each issuing line as its place inside its package: the same line in another checkout is the same place. Its
     identity (function, source text, occurrence), which survives edits above it, is added by
-    pytest_nosync.step_metrics.identify_sites when the numbers are saved or a comparison needs it: it parses each
+    pytest_nosync.step_cost.identify_sites when the numbers are saved or a comparison needs it: it parses each
     file, most of what counting cost."""
     by_where: dict[Location, Counter[str]] = defaultdict(Counter)
     for (op, where), count in sites.items():

@@ -27,7 +27,7 @@ from ..guard_options import GuardOptions
 from ..profiling import export
 from ..profiling.budgets import budget_findings
 from ..profiling.config import TraceConfig
-from ..profiling.diagnose import Diagnosis, diagnose
+from ..profiling.diagnose import TraceDiagnosis, diagnose
 from ..profiling.trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
 from .base import Detector, StepContext
 from .profiler_ranges import CaptureWindow, NvtxRanges, ProfilerRanges
@@ -54,7 +54,7 @@ class TraceDetector(Detector):
         self.skipped: str | None = None
         self._doc: dict[str, Any] | None = None
         self.trace: Trace | None = None
-        self.diagnosis: Diagnosis | None = None
+        self.diagnosis: TraceDiagnosis | None = None
         self.path: str | None = None
         self._decided = False
         for reader in self.readers:
@@ -153,7 +153,7 @@ class TraceDetector(Detector):
         self.trace = Trace(self._doc.get("traceEvents", []))
         return self.trace
 
-    def _diagnose(self) -> Diagnosis | None:
+    def _diagnose(self) -> TraceDiagnosis | None:
         if self.diagnosis is None:
             trace = self.load_trace()
             if trace is not None:

@@ -22,15 +22,15 @@ HTOD = "htod_sync"
 
 
 @dataclass(frozen=True)
-class SyncEvent:
+class EmulatedSync:
     kind: str  # dtoh_sync or htod_sync: known from the op, whatever the expression looks like
     op: str  # the aten op, e.g. "aten::_local_scalar_dense"
     pattern: str = ""  # what the op alone says ("" when only the expression can tell)
     hint: str = ""  # the remedy, for patterns hints.py has no entry for
 
 
-Listener = Callable[[SyncEvent], None]
-SyncRule = Callable[[Any, tuple, dict], "SyncEvent | None"]
+Listener = Callable[[EmulatedSync], None]
+SyncRule = Callable[[Any, tuple, dict], "EmulatedSync | None"]
 
 listener: Listener | None = None  # read on every op: a plain module global is the cheapest test
 # Host tensors pinned by the CUDA mapping (cuda_map.pin), by id: tensors compare elementwise, so no WeakSet.
@@ -68,13 +68,13 @@ def _arg(args: tuple, kwargs: dict, index: int, name: str, default: Any = None) 
 
 
 def _read(pattern: str, hint: str = "") -> SyncRule:
-    def check(func: Any, args: tuple, kwargs: dict) -> SyncEvent:
-        return SyncEvent(DTOH, _name(func), pattern, hint)
+    def check(func: Any, args: tuple, kwargs: dict) -> EmulatedSync:
+        return EmulatedSync(DTOH, _name(func), pattern, hint)
 
     return check
 
 
-def _copy(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def _copy(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     dst, src = args[0], args[1]
     non_blocking = bool(_arg(args, kwargs, 2, "non_blocking", False))
     to_device, from_device = _on_device(dst), _on_device(src)
@@ -82,45 +82,45 @@ def _copy(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
         return None
     kind, host = (HTOD, src) if to_device else (DTOH, dst)
     if not non_blocking:
-        return SyncEvent(kind, _name(func), "to_device" if to_device else "to_host")
+        return EmulatedSync(kind, _name(func), "to_device" if to_device else "to_host")
     if host.is_pinned() or pinned.get(id(host)) is host:
         return None  # the one free transfer: from pinned host memory
-    return SyncEvent(kind, _name(func), "non_blocking_pageable", NON_BLOCKING_PAGEABLE_HINT)
+    return EmulatedSync(kind, _name(func), "non_blocking_pageable", NON_BLOCKING_PAGEABLE_HINT)
 
 
-def _to_copy(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def _to_copy(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     device = kwargs.get("device")
     if device is None or device.type == DEVICE_TYPE or kwargs.get("non_blocking"):
         return None  # stays on the device, or torch pins the host copy of a non_blocking read
-    return SyncEvent(DTOH, _name(func), "to_host")
+    return EmulatedSync(DTOH, _name(func), "to_host")
 
 
-def _index(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def _index(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     indices = _arg(args, kwargs, 1, "indices", ()) or ()
     if not _on_device(args[0]):
         # A host tensor indexed with device indices: they are copied back first (CUDA allows it).
-        return SyncEvent(DTOH, _name(func), "device_index", DEVICE_INDEX_HINT)
+        return EmulatedSync(DTOH, _name(func), "device_index", DEVICE_INDEX_HINT)
     for index in indices:
         if index is not None and index.dtype in (torch.bool, torch.uint8):
-            return SyncEvent(DTOH, _name(func), "mask_index")
+            return EmulatedSync(DTOH, _name(func), "mask_index")
     hosted = [i for i in indices if i is not None and not _on_device(i)]
     values = _arg(args, kwargs, 2, "values") if "put" in _name(func) else None
     if values is not None and not _on_device(values) and values.dim() > 0:
         hosted.append(values)
     if hosted:
-        return SyncEvent(HTOD, _name(func), "host_operand", HOST_OPERAND_HINT)
+        return EmulatedSync(HTOD, _name(func), "host_operand", HOST_OPERAND_HINT)
     return None
 
 
-def _repeat_interleave(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def _repeat_interleave(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     if kwargs.get("output_size") is not None:
         return None
-    return SyncEvent(DTOH, _name(func), "repeat_interleave")
+    return EmulatedSync(DTOH, _name(func), "repeat_interleave")
 
 
-def _histc(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def _histc(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     low, high = _arg(args, kwargs, 2, "min", 0), _arg(args, kwargs, 3, "max", 0)
-    return SyncEvent(DTOH, _name(func), "histc_range", HISTC_HINT) if low == high else None
+    return EmulatedSync(DTOH, _name(func), "histc_range", HISTC_HINT) if low == high else None
 
 
 _RULES: dict[Any, SyncRule] = {}
@@ -161,7 +161,7 @@ def _rules() -> dict[Any, SyncRule]:
     return _RULES
 
 
-def classify(func: Any, args: tuple, kwargs: dict) -> SyncEvent | None:
+def classify(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     """The sync `func(*args, **kwargs)` would be on a GPU (args still on the stand-in device), or None."""
     check = _rules().get(func)
     return None if check is None else check(func, args, kwargs)

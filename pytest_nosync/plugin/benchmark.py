@@ -3,7 +3,7 @@
 `test_step_metrics[target]` times its calls with the `benchmark` fixture (so `--benchmark-autosave`,
 `--benchmark-save=NAME`, `--benchmark-compare[=NUM]`, `--benchmark-compare-fail` and `pytest-benchmark compare` work as
 pytest-benchmark users expect) and keeps the per-step numbers in the benchmark's `extra_info["nosync"]`. With
-`--benchmark-compare`, the saved run's numbers for the same test are judged here (pytest_nosync.step_metrics):
+`--benchmark-compare`, the saved run's numbers for the same test are judged here (pytest_nosync.step_cost):
 exactly for device ops, with --nosync-metrics-tolerance for times and memory.
 """
 
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from .. import step_metrics
+from .. import step_cost
 from ..findings import Report
 from ..guard_options import GuardOptions
 from ..policy import judge
 from .options import Settings
 
-EXTRA_KEY = "nosync"  # benchmark.extra_info[EXTRA_KEY]: the numbers of pytest_nosync.step_metrics.combine
+EXTRA_KEY = "nosync"  # benchmark.extra_info[EXTRA_KEY]: the numbers of pytest_nosync.step_cost.combine
 
 
 def _session(config: pytest.Config) -> Any:
@@ -53,7 +53,7 @@ def saved_for(config: pytest.Config, name: str, target: str) -> tuple[str, Mappi
 
 def saving(config: pytest.Config) -> bool:
     """Whether pytest-benchmark writes this run's benchmarks (--benchmark-save/-autosave/-json): their step metrics
-    then need their sites' identities (pytest_nosync.step_metrics.identify_sites) for a later comparison."""
+    then need their sites' identities (pytest_nosync.step_cost.identify_sites) for a later comparison."""
     session = _session(config)
     return bool(session is not None and not session.disabled and (session.save or session.autosave or session.json))
 
@@ -95,8 +95,8 @@ def judge_step_metrics(
         return report
     path, saved = found
     try:
-        comparison = step_metrics.compare(saved, numbers, settings.metrics_tolerance or None, where=where)
-    except step_metrics.NotComparable as exc:
+        comparison = step_cost.compare(saved, numbers, settings.metrics_tolerance or None, where=where)
+    except step_cost.NotComparable as exc:
         report.not_checked.append(f"--benchmark-compare: {exc}")
         report.passed = False
         return report

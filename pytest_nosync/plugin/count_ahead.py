@@ -1,7 +1,7 @@
 """The step metrics' counting calls, made while this process would wait for a graph helper.
 
 On a GPU each test_step_metrics makes one call that counts the ops of its steady steps besides its timed calls
-(suite.step_metrics). The count is exact whatever else runs on the machine (ten fresh processes count the same ops),
+(suite.measure). The count is exact whatever else runs on the machine (ten fresh processes count the same ops),
 unlike the times, which its test still takes itself, after the graph checks, with no helper using the device. So
 when a graph-check test would wait for its helper, this process makes the counting calls of the step-metrics tests
 whose pipelines it has built, and each of those tests takes its count instead of counting again. Under emulation
@@ -22,7 +22,7 @@ import pytest
 
 from ..findings import Report
 from ..guard_options import GuardOptions
-from ..step_metrics import counts_when_timed
+from ..step_cost import counts_when_timed
 from ..suite.targets.base import CallContext, Target
 
 COUNT_AHEAD = pytest.StashKey["CountAhead"]()
@@ -75,7 +75,7 @@ class CountAhead:
             options = self._options(item, target)
             if counts_when_timed(options.backend):
                 continue
-            from ..suite.step_metrics import count_ops  # imports torch: the plugin's import must not
+            from ..suite.measure import count_ops  # imports torch: the plugin's import must not
 
             steps = metrics_steps(self._ctx)
             call_kwargs = target.kwargs_by_steps(pipe, self._ctx)

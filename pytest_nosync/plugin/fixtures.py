@@ -26,7 +26,7 @@ from ..guard_options import GuardOptions, split_options
 from ..policy import KnownMatcher
 from ..profiling.config import TraceConfig
 from ..run_report import diffusers_version
-from ..step_metrics import default_rounds, identify_sites
+from ..step_cost import default_rounds, identify_sites
 from ..suite.targets.base import CallContext, Target
 from . import graph_helpers
 from . import options as table
@@ -317,7 +317,7 @@ def nosync_step_metrics(
     call_kwargs = nosync_target.kwargs_by_steps(pipe, ctx)
 
     def run(benchmark: Any) -> Report:
-        from ..suite.step_metrics import loop_place, measure
+        from ..suite.measure import loop_place, measure
 
         settings = table.of(request.config)
         options = guard_options(request.node, "step_metrics", nosync_target.name, denoiser=nosync_target.denoiser)

@@ -25,7 +25,7 @@ from ..policy import parse_allow
 from ..profiling.budgets import NAMES as BUDGET_NAMES
 from ..profiling.budgets import TraceBudgets, parse_budgets
 from ..profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
-from ..step_metrics import Tolerance, parse_tolerances
+from ..step_cost import Tolerance, parse_tolerances
 
 MISSING: Any = object()
 

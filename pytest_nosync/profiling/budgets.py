@@ -1,4 +1,4 @@
-"""Budgets on a Diagnosis, as findings: assertions on the figures a trace gives, off until one is set.
+"""Budgets on a TraceDiagnosis, as findings: assertions on the figures a trace gives, off until one is set.
 
     findings = budget_findings(diagnosis, TraceBudgets(max_gpu_idle_fraction=0.2), warmup_steps=1)
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..findings import Finding, Phase
-from .diagnose import Diagnosis, HostWork
+from .diagnose import HostWork, TraceDiagnosis
 
 HOST_HINT = (
     "the GPU waits for host work between kernels: move it out of the loop, make it a device op, or "
@@ -92,7 +92,7 @@ def _where(host: HostWork | None) -> str:
     return "<host time>:0"
 
 
-def budget_findings(diagnosis: Diagnosis, budgets: TraceBudgets, warmup_steps: int = 0) -> list[Finding]:
+def budget_findings(diagnosis: TraceDiagnosis, budgets: TraceBudgets, warmup_steps: int = 0) -> list[Finding]:
     """One finding per step and budget exceeded (steps before `warmup_steps` are not judged)."""
     out: list[Finding] = []
     for s in diagnosis.steps:

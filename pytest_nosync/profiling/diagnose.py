@@ -1,4 +1,4 @@
-"""What a person reads off a trace in Perfetto, computed: `diagnose(trace)` → a plain-data Diagnosis.
+"""What a person reads off a trace in Perfetto, computed: `diagnose(trace)` → a plain-data TraceDiagnosis.
 
 Steps are the guard's: `nosync::step<N>` ranges, with the guard's rule for what lies between two steps (it
 belongs to the next one), so a step's *window* runs from the previous step's end to its own end (step 0 from
@@ -15,7 +15,7 @@ its own start). Per step:
 - host: the longest work by self time, and the host time between two calls of the denoiser.
 - memory: the allocator's total at the window's start and end, and its peak (profile_memory).
 
-Everything is in host time (µs in the trace, ms or µs in the Diagnosis, as the field names say).
+Everything is in host time (µs in the trace, ms or µs in the TraceDiagnosis, as the field names say).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 from ..findings import DENOISER_REGION, Phase
 from . import classify
-from .trace import REGION_RANGE_PREFIX, Event, PyFrame, Trace, phase_at, profiler_stop_sync, sync_events
+from .trace import REGION_RANGE_PREFIX, PyFrame, Trace, TraceEvent, phase_at, profiler_stop_sync, sync_events
 
 NO_REGION = "loop"  # inside a step, outside every annotated region
 TOP = 3  # gaps and hotspots kept per step
@@ -157,7 +157,7 @@ class StepStats:
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class TraceDiagnosis:
     steps: tuple[StepStats, ...] = ()
     regions: tuple[RegionStats, ...] = ()
     syncs: tuple[Sync, ...] = ()
@@ -175,8 +175,8 @@ class Diagnosis:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> Diagnosis:
-        return Diagnosis(
+    def from_dict(cls, raw: Mapping[str, Any]) -> TraceDiagnosis:
+        return TraceDiagnosis(
             steps=tuple(_step_from(s) for s in raw.get("steps", ())),
             regions=tuple(RegionStats(**r) for r in raw.get("regions", ())),
             syncs=tuple(Sync(**{**s, "python": tuple(s.get("python", ()))}) for s in raw.get("syncs", ())),
@@ -194,7 +194,7 @@ class Diagnosis:
 class _Launch:
     """One GPU event and what the host was doing when it was enqueued."""
 
-    event: Event
+    event: TraceEvent
     at: float  # launch time on the host (the GPU start when no launch call was recorded)
     launched: bool  # a launch call was recorded
     step: int | None
@@ -204,7 +204,7 @@ class _Launch:
     via: str | None  # outermost aten op at the launch
 
 
-def diagnose(trace: Trace, denoiser_region: str = DENOISER_REGION) -> Diagnosis:
+def diagnose(trace: Trace, denoiser_region: str = DENOISER_REGION) -> TraceDiagnosis:
     """Read the trace; see the module doc for what each figure means."""
     return _Analysis(trace, denoiser_region).run()
 
@@ -220,13 +220,13 @@ class _Analysis:
         self.regions = [e for e in trace.region_ranges() if e.tid == self.host]
         self.gpu = trace.gpu_activity()
         self.gpu_by_end = {round(e.end, 3): e for e in self.gpu}
-        self.gpu_by_start: dict[float, Event] = {}
+        self.gpu_by_start: dict[float, TraceEvent] = {}
         for e in self.gpu:
             self.gpu_by_start.setdefault(round(e.ts, 3), e)
         self.self_times = _self_times(trace, self.host)
         self.self_starts = [e.ts for e, _ in self.self_times]
 
-    def run(self) -> Diagnosis:
+    def run(self) -> TraceDiagnosis:
         launches = [self._launch(e) for e in self.gpu]
         delays = self._launch_delays(launches)
         busy = _merge((e.ts, e.end) for e in self.gpu)
@@ -252,7 +252,7 @@ class _Analysis:
         if not self.steps:
             notes.append("no step ranges (nosync::step<N>) in this trace: the whole trace is outside the steps")
         all_delays = [d for ds in delays.values() for d in ds]
-        return Diagnosis(
+        return TraceDiagnosis(
             steps=tuple(steps),
             regions=tuple(self._region_stats(launches, None)),
             syncs=tuple(syncs),
@@ -265,7 +265,7 @@ class _Analysis:
         )
 
     # ---- GPU events --------------------------------------------------------------------------------
-    def _launch(self, event: Event) -> _Launch:
+    def _launch(self, event: TraceEvent) -> _Launch:
         call = self.trace.launch_of(event)
         at = call.ts if call is not None else event.ts
         # without its launch call (not recorded), what the host ran at the GPU's start time says nothing
@@ -329,7 +329,7 @@ class _Analysis:
         return classify.short_name(event.name) if event else "?"
 
     # ---- host work ---------------------------------------------------------------------------------
-    def _region_name(self, event: Event) -> str:
+    def _region_name(self, event: TraceEvent) -> str:
         return event.name[len(REGION_RANGE_PREFIX) :]
 
     def _region_over(self, start: float, end: float) -> str | None:
@@ -440,7 +440,7 @@ class _Analysis:
         idle_us = (hi - lo) - busy_us
         return _ms(idle_us), _ms(busy_us), round(idle_us / (hi - lo), 4)
 
-    def _between_calls(self, calls: list[Event], start: float, end: float) -> tuple[float | None, HostWork | None]:
+    def _between_calls(self, calls: list[TraceEvent], start: float, end: float) -> tuple[float | None, HostWork | None]:
         """The longest host interval from the end of a denoiser call in this window to the start of the next call
         (the scheduler step, the callback, the next iteration's preparation), and what ran longest in it."""
         longest: tuple[float, float] | None = None
@@ -477,7 +477,7 @@ class _Analysis:
         return out
 
     def _region_stats(self, launches: list[_Launch], window: tuple[float, float] | None) -> list[RegionStats]:
-        calls: dict[str, list[Event]] = defaultdict(list)
+        calls: dict[str, list[TraceEvent]] = defaultdict(list)
         for event in self.regions:
             if window is None or window[0] <= event.ts <= window[1]:
                 calls[self._region_name(event)].append(event)
@@ -537,11 +537,11 @@ def _merge(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]
     return merged
 
 
-def _covering(events: list[Event], start: float, end: float, half: float, outermost: bool) -> Event | None:
+def _covering(events: list[TraceEvent], start: float, end: float, half: float, outermost: bool) -> TraceEvent | None:
     """The event that ran for at least half of [start, end] (outermost or innermost of those); else the one that
     ran longest in it, if that is at least a quarter: a sliver of an op is not what filled a gap."""
 
-    def overlap(e: Event) -> float:
+    def overlap(e: TraceEvent) -> float:
         return min(end, e.end) - max(start, e.ts)
 
     covering = [e for e in events if overlap(e) >= half > 0]
@@ -551,7 +551,7 @@ def _covering(events: list[Event], start: float, end: float, half: float, outerm
     return longest if longest is not None and overlap(longest) >= half / 2 > 0 else None
 
 
-def _self_times(trace: Trace, tid: Any) -> list[tuple[Event, float]]:
+def _self_times(trace: Trace, tid: Any) -> list[tuple[TraceEvent, float]]:
     """Self time of every Python function and aten op on the host thread (their duration less their children's),
     the way a flame graph's self column reads."""
     events = sorted(

@@ -1,8 +1,8 @@
-"""A Diagnosis as text: one line per step, then the places to look at (gaps, syncs, waste, hotspots)."""
+"""A TraceDiagnosis as text: one line per step, then the places to look at (gaps, syncs, waste, hotspots)."""
 
 from __future__ import annotations
 
-from .diagnose import Diagnosis, StepStats
+from .diagnose import StepStats, TraceDiagnosis
 
 MAX_STEPS = 12  # rows of the step table; the rest are summarised
 MAX_ITEMS = 5
@@ -32,7 +32,7 @@ def _row(s: StepStats, gpu: bool) -> str:
     )
 
 
-def render_diagnosis(d: Diagnosis) -> str:
+def render_diagnosis(d: TraceDiagnosis) -> str:
     """The diagnosis as a few dozen lines at most (see the module doc). Without GPU activity (a CPU or emulated run)
     the figures that only a GPU trace gives (idle, kernels, launch delays, layout and copy kernels, runtime syncs)
     are left out rather than shown empty."""

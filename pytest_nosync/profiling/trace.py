@@ -33,7 +33,7 @@ _PY_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<func>.+)$")
 
 
 @dataclass(frozen=True)
-class Event:
+class TraceEvent:
     name: str
     cat: str
     ts: float  # microseconds
@@ -79,7 +79,7 @@ class PyFrame:
 
 class Trace:
     def __init__(self, events: Iterable[dict[str, Any]]) -> None:
-        self.events: list[Event] = []
+        self.events: list[TraceEvent] = []
         self.memory: list[MemorySample] = []
         for raw in events:
             phase = raw.get("ph")
@@ -90,7 +90,7 @@ class Trace:
                 continue
             args = raw.get("args") or {}
             self.events.append(
-                Event(
+                TraceEvent(
                     name=str(raw.get("name", "")),
                     cat=str(raw.get("cat", "")),
                     ts=float(raw.get("ts", 0.0)),
@@ -102,15 +102,15 @@ class Trace:
             )
         self.events.sort(key=lambda e: (e.ts, -e.dur))
         self.memory.sort(key=lambda m: m.ts)
-        self._by_cat: dict[str, list[Event]] = defaultdict(list)
+        self._by_cat: dict[str, list[TraceEvent]] = defaultdict(list)
         for event in self.events:
             self._by_cat[event.cat].append(event)
-        self._by_thread: dict[tuple[str, Any], list[Event]] = defaultdict(list)
+        self._by_thread: dict[tuple[str, Any], list[TraceEvent]] = defaultdict(list)
         for event in self.events:
             self._by_thread[(event.cat, event.tid)].append(event)
         self._starts = {k: [e.ts for e in v] for k, v in self._by_thread.items()}
         self._parents = {k: _parents(v) for k, v in self._by_thread.items()}
-        self._by_correlation: dict[Any, list[Event]] = defaultdict(list)
+        self._by_correlation: dict[Any, list[TraceEvent]] = defaultdict(list)
         for event in self.events:
             corr = event.args.get("correlation")
             if corr is not None:
@@ -124,13 +124,13 @@ class Trace:
         events = doc["traceEvents"] if isinstance(doc, dict) else doc
         return cls(events)
 
-    def of(self, *cats: str) -> list[Event]:
-        out: list[Event] = []
+    def of(self, *cats: str) -> list[TraceEvent]:
+        out: list[TraceEvent] = []
         for cat in cats:
             out.extend(self._by_cat.get(cat, []))
         return sorted(out, key=lambda e: e.ts)
 
-    def enclosing(self, cat: str, tid: Any, ts: float) -> list[Event]:
+    def enclosing(self, cat: str, tid: Any, ts: float) -> list[TraceEvent]:
         """Events of `cat` on thread `tid` that contain `ts`, outermost first.
 
         Events of one category on one thread nest, so the chain is the last event that started at or before
@@ -140,7 +140,7 @@ class Trace:
         events = self._by_thread.get(key, [])
         index = bisect.bisect_right(self._starts.get(key, []), ts) - 1
         parents = self._parents.get(key, [])
-        chain: list[Event] = []
+        chain: list[TraceEvent] = []
         while index >= 0:
             event = events[index]
             if event.contains(ts):
@@ -149,7 +149,7 @@ class Trace:
         chain.reverse()
         return chain
 
-    def overlapping(self, cat: str, tid: Any, start: float, end: float) -> list[Event]:
+    def overlapping(self, cat: str, tid: Any, start: float, end: float) -> list[TraceEvent]:
         """Events of `cat` on `tid` that overlap [start, end]: those running at `start`, then those starting
         inside."""
         key = (cat, tid)
@@ -158,7 +158,7 @@ class Trace:
         running = [e for e in self.enclosing(cat, tid, start) if e.ts < start < e.end]
         return running + events[bisect.bisect_left(starts, start) : bisect.bisect_right(starts, end)]
 
-    def correlated(self, event: Event) -> list[Event]:
+    def correlated(self, event: TraceEvent) -> list[TraceEvent]:
         corr = event.args.get("correlation")
         return [e for e in self._by_correlation.get(corr, []) if e is not event] if corr is not None else []
 
@@ -167,7 +167,7 @@ class Trace:
         frames = [PyFrame.parse(e.name) for e in self.enclosing("python_function", tid, ts)]
         return [f for f in reversed(frames) if f is not None]
 
-    def annotation_at(self, tid: Any, ts: float, prefix: str) -> Event | None:
+    def annotation_at(self, tid: Any, ts: float, prefix: str) -> TraceEvent | None:
         hits = [e for e in self.enclosing("user_annotation", tid, ts) if e.name.startswith(prefix)]
         return hits[-1] if hits else None
 
@@ -178,7 +178,7 @@ class Trace:
                 out.append((e.ts, e.end, int(e.name[len(STEP_PREFIX) :])))
         return sorted(out)
 
-    def region_ranges(self) -> list[Event]:
+    def region_ranges(self) -> list[TraceEvent]:
         """The guard's regions, as emitted while tracing (`nosync::region::<name>`), in start order."""
         return [e for e in self.of("user_annotation") if e.name.startswith(REGION_RANGE_PREFIX)]
 
@@ -192,11 +192,11 @@ class Trace:
             counts[e.tid] += 1
         return max(counts, key=counts.__getitem__) if counts else None
 
-    def gpu_activity(self) -> list[Event]:
+    def gpu_activity(self) -> list[TraceEvent]:
         """Kernels, copies and memsets on the device timeline, in start order."""
         return self.of(*GPU_CATS)
 
-    def launch_of(self, gpu_event: Event) -> Event | None:
+    def launch_of(self, gpu_event: TraceEvent) -> TraceEvent | None:
         """The runtime or driver call that enqueued `gpu_event` (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync,
         cudaGraphLaunch, ...), found by correlation id."""
         for event in self.correlated(gpu_event):
@@ -204,7 +204,7 @@ class Trace:
                 return event
         return None
 
-    def runtime_inside(self, op: Event) -> list[Event]:
+    def runtime_inside(self, op: TraceEvent) -> list[TraceEvent]:
         """Runtime calls made while `op` ran on its thread."""
         return self.overlapping("cuda_runtime", op.tid, op.ts, op.end)
 
@@ -220,7 +220,7 @@ def phase_at(ts: float, steps: list[tuple[float, float, int]]) -> tuple[str, int
     return (Phase.AFTER_STEPS, None) if steps else (Phase.BEFORE_STEPS, None)
 
 
-def _parents(events: list[Event]) -> list[int]:
+def _parents(events: list[TraceEvent]) -> list[int]:
     """For events of one thread in start order: the index of each one's enclosing event (-1 for none)."""
     parents: list[int] = []
     stack: list[int] = []
@@ -246,7 +246,7 @@ def _memory_sample(raw: dict[str, Any]) -> MemorySample:
 
 
 @dataclass(frozen=True)
-class SyncEvent:
+class TraceSync:
     """One host-blocking sync in a trace, with what the trace says about its origin."""
 
     ts: float
@@ -258,9 +258,9 @@ class SyncEvent:
     memcpy: tuple[str, ...] = ()
 
 
-def sync_events(trace: Trace) -> list[SyncEvent]:
+def sync_events(trace: Trace) -> list[TraceSync]:
     """Every blocking sync of the trace, one per runtime call, with the copy direction when there is one."""
-    out: list[SyncEvent] = []
+    out: list[TraceSync] = []
     for event in trace.of("cuda_runtime", "cuda_driver"):
         if event.name not in BLOCKING_SYNC_CALLS:
             continue
@@ -274,7 +274,7 @@ def sync_events(trace: Trace) -> list[SyncEvent]:
         else:
             kind = "dtoh_sync"
         out.append(
-            SyncEvent(
+            TraceSync(
                 ts=event.ts,
                 tid=event.tid,
                 call=event.name,
@@ -287,7 +287,7 @@ def sync_events(trace: Trace) -> list[SyncEvent]:
     return out
 
 
-def profiler_stop_sync(trace: Trace, syncs: list[SyncEvent]) -> SyncEvent | None:
+def profiler_stop_sync(trace: Trace, syncs: list[TraceSync]) -> TraceSync | None:
     """The cudaDeviceSynchronize torch.profiler makes when it stops recording, if the trace caught it: the last
     sync, outside any aten op, after the thread's last op, or with torch's profiler in its Python stack."""
     if not syncs or syncs[-1].call != "cudaDeviceSynchronize" or syncs[-1].op:
@@ -299,7 +299,7 @@ def profiler_stop_sync(trace: Trace, syncs: list[SyncEvent]) -> SyncEvent | None
     return last if all(e.end <= last.ts for e in ops if e.tid == last.tid) else None
 
 
-def _memcpy_near(trace: Trace, sync: Event, op: Event | None) -> list[str]:
+def _memcpy_near(trace: Trace, sync: TraceEvent, op: TraceEvent | None) -> list[str]:
     """GPU copies launched by runtime calls inside the same op (or right before a bare sync)."""
     if op is not None:
         launches = [e for e in trace.runtime_inside(op) if e.name.startswith("cudaMemcpy")]

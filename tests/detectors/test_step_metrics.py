@@ -13,7 +13,7 @@ import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from pytest_nosync import nosync_guard
-from pytest_nosync.step_metrics import identify_sites
+from pytest_nosync.step_cost import identify_sites
 from tests.twins.collected_garbage import garbage_from_earlier_work
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_nosync import devices
-from pytest_nosync.step_metrics import default_rounds
+from pytest_nosync.step_cost import default_rounds
 
 # A plugin of the project (`-p step_twin`: a plugin's fixtures reach the suite's tests wherever pytest-nosync is
 # installed, a conftest's only the tests below it): the scheduler's `step` of the suite's pipeline is wrapped for the

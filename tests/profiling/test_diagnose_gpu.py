@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_nosync.profiling import classify
-from pytest_nosync.profiling.diagnose import Diagnosis, diagnose
+from pytest_nosync.profiling.diagnose import TraceDiagnosis, diagnose
 from pytest_nosync.profiling.trace import Trace
 
 from . import synthetic
@@ -19,17 +19,17 @@ from . import synthetic
 DATA = Path(__file__).parent / "data"
 
 
-def _diagnosis(name: str) -> Diagnosis:
+def _diagnosis(name: str) -> TraceDiagnosis:
     return diagnose(Trace.load(str(DATA / name)))
 
 
 @pytest.fixture(scope="module")
-def eager() -> Diagnosis:
+def eager() -> TraceDiagnosis:
     return _diagnosis("gpu_eager.json")
 
 
 @pytest.fixture(scope="module")
-def compiled() -> Diagnosis:
+def compiled() -> TraceDiagnosis:
     return _diagnosis("gpu_compiled.json")
 
 
@@ -40,7 +40,7 @@ def test_committed_data_is_what_the_generator_writes(name: str, tmp_path: Path) 
     assert json.loads((tmp_path / name).read_text()) == json.loads((DATA / name).read_text())
 
 
-def test_planted_sleep_is_the_largest_gap_filled_by_that_function(eager: Diagnosis) -> None:
+def test_planted_sleep_is_the_largest_gap_filled_by_that_function(eager: TraceDiagnosis) -> None:
     answers = synthetic.answers("gpu_eager.json")
     gap = eager.step(1).gaps[0]
     assert gap.ms == pytest.approx(answers["gap_us"] / 1e3, abs=1e-3)
@@ -52,7 +52,7 @@ def test_planted_sleep_is_the_largest_gap_filled_by_that_function(eager: Diagnos
     assert "in slow_host_work() at pipe.py:80" in gap.host.label()
 
 
-def test_gpu_idle_is_the_time_between_device_activities_in_the_window(eager: Diagnosis) -> None:
+def test_gpu_idle_is_the_time_between_device_activities_in_the_window(eager: TraceDiagnosis) -> None:
     doc = json.loads((DATA / "gpu_eager.json").read_text())
     gpu = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy")]
     answers = synthetic.answers("gpu_eager.json")
@@ -70,7 +70,7 @@ def test_gpu_idle_is_the_time_between_device_activities_in_the_window(eager: Dia
         assert stats.gpu_idle_fraction == pytest.approx((hi - lo - busy) / (hi - lo), abs=1e-3)
 
 
-def test_planted_item_is_a_sync_in_its_step_with_its_stack(eager: Diagnosis) -> None:
+def test_planted_item_is_a_sync_in_its_step_with_its_stack(eager: TraceDiagnosis) -> None:
     (sync,) = eager.syncs
     assert (sync.step, sync.phase, sync.kind, sync.call, sync.op) == (
         2,
@@ -89,7 +89,7 @@ def _expected(delays: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[math.ceil(0.95 * len(ordered)) - 1]
 
 
-def test_launch_delay_is_kernel_start_minus_its_launch(eager: Diagnosis, compiled: Diagnosis) -> None:
+def test_launch_delay_is_kernel_start_minus_its_launch(eager: TraceDiagnosis, compiled: TraceDiagnosis) -> None:
     answers = synthetic.answers("gpu_eager.json")
     for step, expected in answers["steps"].items():
         delay = eager.step(step).launch_delay_us
@@ -103,7 +103,7 @@ def test_launch_delay_is_kernel_start_minus_its_launch(eager: Diagnosis, compile
     assert compiled.launch_delay_us.count == len(synthetic.answers("gpu_compiled.json")["delays"])
 
 
-def test_kernels_layout_transforms_and_copies_per_step(eager: Diagnosis) -> None:
+def test_kernels_layout_transforms_and_copies_per_step(eager: TraceDiagnosis) -> None:
     for step, expected in synthetic.answers("gpu_eager.json")["steps"].items():
         stats = eager.step(step)
         assert stats.kernels == expected["kernels"]
@@ -121,7 +121,7 @@ def test_kernels_layout_transforms_and_copies_per_step(eager: Diagnosis) -> None
     }  # and no add: a vectorized_elementwise_kernel of aten::add is not a copy
 
 
-def test_regions_and_what_lies_outside_the_steps(eager: Diagnosis) -> None:
+def test_regions_and_what_lies_outside_the_steps(eager: TraceDiagnosis) -> None:
     per_step = {r.name: r for r in eager.step(0).regions}
     assert (per_step["transformer_forward"].kernels, per_step["scheduler_step"].kernels) == (8, 2)
     overall = {r.name: r for r in eager.regions}
@@ -130,7 +130,7 @@ def test_regions_and_what_lies_outside_the_steps(eager: Diagnosis) -> None:
     assert sum(s.kernels for s in eager.steps) == sum(r.kernels for r in eager.regions) - 2
 
 
-def test_memory_per_step(eager: Diagnosis) -> None:
+def test_memory_per_step(eager: TraceDiagnosis) -> None:
     for step, expected in synthetic.answers("gpu_eager.json")["steps"].items():
         (window,) = eager.step(step).memory
         assert window.device == "cuda:0"
@@ -138,7 +138,7 @@ def test_memory_per_step(eager: Diagnosis) -> None:
         assert window.peak_bytes == expected["peak"]
 
 
-def test_host_time_between_denoiser_calls(eager: Diagnosis) -> None:
+def test_host_time_between_denoiser_calls(eager: TraceDiagnosis) -> None:
     answers = synthetic.answers("gpu_eager.json")["between_calls_us"]
     for step, us in answers.items():
         assert eager.step(step).max_ms_between_denoiser_calls == pytest.approx(us / 1e3, abs=1e-3)
@@ -146,7 +146,7 @@ def test_host_time_between_denoiser_calls(eager: Diagnosis) -> None:
     assert eager.step(1).between_calls.python[0] == "<built-in function sleep>"
 
 
-def test_compiled_kernels_per_step(compiled: Diagnosis) -> None:
+def test_compiled_kernels_per_step(compiled: TraceDiagnosis) -> None:
     for step, expected in synthetic.answers("gpu_compiled.json")["steps"].items():
         stats = compiled.step(step)
         assert (stats.kernels, stats.compiled_kernels) == (expected["kernels"], expected["compiled"])
@@ -156,9 +156,9 @@ def test_compiled_kernels_per_step(compiled: Diagnosis) -> None:
     assert regions["scheduler_step"].compiled_kernels == 0
 
 
-def test_diagnosis_survives_json(eager: Diagnosis, compiled: Diagnosis) -> None:
+def test_diagnosis_survives_json(eager: TraceDiagnosis, compiled: TraceDiagnosis) -> None:
     for diagnosis in (eager, compiled):
-        assert Diagnosis.from_dict(json.loads(json.dumps(diagnosis.to_dict()))) == diagnosis
+        assert TraceDiagnosis.from_dict(json.loads(json.dumps(diagnosis.to_dict()))) == diagnosis
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ import torch
 
 from pytest_nosync import devices, nosync_guard
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
-from pytest_nosync.profiling.diagnose import Diagnosis
+from pytest_nosync.profiling.diagnose import TraceDiagnosis
 from pytest_nosync.profiling.trace import Trace
 
 from . import tiny_pipeline
@@ -55,7 +55,7 @@ def test_eager_cuda_trace(pipe: TinyPipeline, tmp_path: Path) -> None:
     pipe.scheduler.copy_at = {1, 2}
     options = ProfilerOptions(with_stack=True, profile_memory=True)
     report = _run(pipe, TraceConfig(mode="always", directory=str(tmp_path), profiler=options))
-    d = Diagnosis.from_dict(report.metrics["diagnosis"])
+    d = TraceDiagnosis.from_dict(report.metrics["diagnosis"])
     print(report.metrics["diagnosis"])
     assert d.gpu and d.python_stacks and d.memory
     for step in d.steps:
@@ -94,7 +94,7 @@ def test_compiled_denoiser_kernels_count_as_compiled(pipe: TinyPipeline, tmp_pat
         pipe(num_inference_steps=2)  # compiles
     torch.cuda.synchronize()
     report = _run(pipe, TraceConfig(mode="always", directory=str(tmp_path)))
-    d = Diagnosis.from_dict(report.metrics["diagnosis"])
+    d = TraceDiagnosis.from_dict(report.metrics["diagnosis"])
     print(report.metrics["diagnosis"])
     for step in d.steps:
         regions = {r.name: r for r in step.regions}

@@ -16,7 +16,7 @@ from pytest_nosync.detectors.profiler_ranges import NvtxRanges
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.budgets import TraceBudgets
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
-from pytest_nosync.profiling.diagnose import Diagnosis
+from pytest_nosync.profiling.diagnose import TraceDiagnosis
 from pytest_nosync.profiling.export import NOSYNC_TRACK, file_stem
 from pytest_nosync.profiling.trace import Trace
 
@@ -64,7 +64,7 @@ def test_always_writes_a_trace_with_steps_and_regions_on_their_own_track(pipe: T
 def test_the_planted_sleep_is_the_longest_host_work_of_its_step(pipe: TinyPipeline, tmp_path: Path) -> None:
     pipe.scheduler.stall = {1: 0.02}
     report = _run(pipe, TraceConfig(mode="always", directory=str(tmp_path), profiler=STACKS))
-    diagnosis = Diagnosis.from_dict(report.metrics["diagnosis"])
+    diagnosis = TraceDiagnosis.from_dict(report.metrics["diagnosis"])
     assert [s.step for s in diagnosis.steps] == [0, 1, 2]
     hot = diagnosis.step(1).hotspots[0]
     assert hot.name == "<built-in function sleep>" and hot.self_ms >= 19

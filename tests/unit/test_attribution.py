@@ -7,7 +7,7 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import attribution, hints, step_metrics
+from pytest_nosync import attribution, hints, step_cost
 from pytest_nosync.detectors import cuda_sync
 from pytest_nosync.findings import Frame
 
@@ -88,9 +88,9 @@ def test_an_error_raised_inside_the_plugin_is_read_at_the_callers_expression() -
     # Error mode reads the raising line's expression to name the sync. Raised inside a wrapper (the emulation's
     # `torch.tensor`, torch's own Python), the innermost frame says `raise`; the caller's line says what synced.
     with pytest.raises(ValueError) as raised:
-        step_metrics.parse_tolerances(["host_ms=fast"])
+        step_cost.parse_tolerances(["host_ms=fast"])
     expression, _ = attribution.executing_expression(*cuda_sync._innermost(raised.value.__traceback__))
-    assert expression == 'step_metrics.parse_tolerances(["host_ms=fast"])'
+    assert expression == 'step_cost.parse_tolerances(["host_ms=fast"])'
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pytest_nosync.findings import Report
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.plugin import count_ahead
 from pytest_nosync.plugin.count_ahead import CountAhead
-from pytest_nosync.suite import step_metrics as suite_step_metrics
+from pytest_nosync.suite import measure as suite_step_metrics
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS
 

@@ -31,7 +31,7 @@ AREAS = (
             "compare",
             "baseline",
             "devices",
-            "step_metrics",
+            "step_cost",
         ),
     ),
     ("detectors", ("detectors",)),

@@ -7,9 +7,9 @@ import copy
 
 import pytest
 
-from pytest_nosync import render, step_metrics
+from pytest_nosync import render, step_cost
 from pytest_nosync.findings import Report
-from pytest_nosync.step_metrics import NotComparable, Tolerance, combine, compare, parse_tolerances
+from pytest_nosync.step_cost import NotComparable, Tolerance, combine, compare, parse_tolerances
 
 ABOUT = {"target": "flux", "backend": "emulate", "device": "cpu", "torch": "2.13", "diffusers": "0.42.1", "steps": 3}
 LOOP = "diffusers/pipelines/flux/pipeline_flux.py:640"
@@ -93,10 +93,10 @@ def test_sites_are_identified_from_the_files_only_when_a_step_has_more_ops(tmp_p
 def test_identify_sites_reads_function_code_and_occurrence(tmp_path) -> None:
     source = tmp_path / "s.py"
     source.write_text(SCHEDULER)
-    got = step_metrics.identify_sites(_unidentified(numbers(), f"{source}:3"))
+    got = step_cost.identify_sites(_unidentified(numbers(), f"{source}:3"))
     (site,) = got["steps"]["1"]["sites"]
     assert (site["function"], site["code"], site["occurrence"]) == ("S.step", "x = a * b", 0)
-    assert step_metrics.identify_sites(copy.deepcopy(got)) == got  # identified sites are kept as they are
+    assert step_cost.identify_sites(copy.deepcopy(got)) == got  # identified sites are kept as they are
 
 
 def test_a_saved_run_without_identities_is_matched_by_place() -> None:
@@ -160,7 +160,7 @@ def test_another_device_of_the_same_backend_is_compared_with_a_note() -> None:
 def test_tolerances_given_are_laid_over_the_backends_defaults() -> None:
     got = parse_tolerances(["host_ms=30%+0.2", "peak_memory=5%"])
     assert got == {"host_ms": Tolerance(0.3, 0.2), "peak_memory": Tolerance(0.05, 0.0)}
-    assert step_metrics.default_tolerances("emulate")["host_ms"] == Tolerance(1.0, 6.0)
+    assert step_cost.default_tolerances("emulate")["host_ms"] == Tolerance(1.0, 6.0)
     # 2.0 → 2.7 ms is within the emulation's default but not within 30%+0.2
     assert compare(numbers(outside=2.0), numbers(outside=2.7), got, where=LOOP).findings != []
     with pytest.raises(ValueError, match="NAME one of host_ms, device_ms, peak_memory"):
@@ -181,7 +181,7 @@ def test_the_terminal_table_has_a_row_per_target_with_the_change() -> None:
 
 
 def test_the_metrics_calls_stop_at_the_latents_where_the_pipeline_takes_an_output_type() -> None:
-    from pytest_nosync.suite.step_metrics import latents_only
+    from pytest_nosync.suite.measure import latents_only
 
     made = latents_only(lambda steps: {"num_inference_steps": steps, "output_type": "pt"})(3)
     assert made == {"num_inference_steps": 3, "output_type": "latent"}  # the decode after the steps is skipped

@@ -1,7 +1,7 @@
 """The step metrics of one pipeline: pipeline in, a Report with its numbers out, nothing of pytest.
 
 Timed calls (host ms, device ms, peak memory per step) and one counting call (device ops and the lines that issued
-them) after the pipeline's warm-up, combined by pytest_nosync.step_metrics.combine. On a GPU counting inflates the
+them) after the pipeline's warm-up, combined by pytest_nosync.step_cost.combine. On a GPU counting inflates the
 times of the call it counts in, so it has a call of its own; under emulation every op already runs through Python
 and the timed calls count too (one call fewer per target; saved and current runs are measured alike). The calls
 stop at the latents (`latents_only`), and the counting mode is on in the steady steps only (GuardOptions.ops_steps).
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from .. import source_identity, step_metrics
+from .. import source_identity, step_cost
 from ..findings import Report
 from ..guard_options import GuardOptions
 from ..run_report import environment
@@ -100,7 +100,7 @@ def measure(
         return failed
     steps_only = latents_only(call_kwargs)
     timed: list[Report] = []
-    counts_too = step_metrics.counts_when_timed(options.backend)
+    counts_too = step_cost.counts_when_timed(options.backend)
     timing = counting(options, steps, timed=True) if counts_too else replace(options, checks=("step_metrics",))
 
     def timed_call() -> None:
@@ -119,7 +119,7 @@ def measure(
     env = environment(options.backend)
     about = {"target": target, "backend": options.backend, "device": env["device"], "torch": env["torch"],
              "diffusers": env["diffusers"], "steps": steps}  # fmt: skip
-    numbers = step_metrics.combine(
+    numbers = step_cost.combine(
         [r.metrics["step_metrics"] for r in timed], counted.metrics["device_ops"], steady_from=STEADY_FROM, about=about
     )
     report = Report(test_id=test_id, check="step_metrics", target=target, backend=options.backend, steps=steps)

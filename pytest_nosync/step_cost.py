@@ -1,7 +1,7 @@
 """Per-step cost of a pipeline as data, and the judgement of one run's numbers against a saved run's.
 
 The numbers come from the `step_metrics` and `device_ops` detectors (pytest_nosync.detectors.step_metrics), gathered
-by pytest_nosync.suite.step_metrics over several timed calls and one counting call, and are stored by the plugin in
+by pytest_nosync.suite.measure over several timed calls and one counting call, and are stored by the plugin in
 pytest-benchmark's `extra_info`. Judging:
   device ops    exact: more ops in a step than the saved run fails, naming the ops added and the lines that issued
                 them (sites are matched by function and source text, so a line that only moved is the same site;
@@ -150,7 +150,7 @@ def summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---- judging against a saved run ----------------------------------------------------------------------------------
 @dataclass
-class Comparison:
+class CostComparison:
     findings: list[Finding] = field(default_factory=list)
     wins: list[str] = field(default_factory=list)
     changes: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric → {before, after}
@@ -180,12 +180,12 @@ def compare(
     tolerances: Mapping[str, Tolerance] | None = None,
     *,
     where: str,
-) -> Comparison:
+) -> CostComparison:
     """Judge `current` against `saved` (both from `combine`) with `tolerances` laid over the backend's defaults.
     `where`: the file:line time and memory findings point at (the pipeline's `__call__`, where its loop is)."""
     check_comparable(saved, current)
     tolerances = {**default_tolerances(str(current.get("backend"))), **(tolerances or {})}
-    out = Comparison()
+    out = CostComparison()
     if saved.get("device") != current.get("device"):
         out.notes.append(f"the saved run was on {saved.get('device')}, this one on {current.get('device')}")
     before_steps, after_steps = saved.get("steps", {}), current.get("steps", {})
@@ -240,7 +240,7 @@ def _site_key(site: Mapping[str, Any]) -> tuple:
     return (site["where"],)
 
 
-def _compare_ops(out: Comparison, step: int, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+def _compare_ops(out: CostComparison, step: int, before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
     total_before, total_after = before["device_ops"], after["device_ops"]
     if total_after < total_before:
         out.wins.append(f"step {step}: {total_before} → {total_after} device ops ({total_after - total_before})")
@@ -274,7 +274,12 @@ def _compare_ops(out: Comparison, step: int, before: Mapping[str, Any], after: M
 
 
 def _compare_memory(
-    out: Comparison, step: int, before: Mapping[str, Any], after: Mapping[str, Any], tolerance: Tolerance, where: str
+    out: CostComparison,
+    step: int,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    tolerance: Tolerance,
+    where: str,
 ) -> None:
     b, a = before.get("peak_bytes") or 0, after.get("peak_bytes") or 0
     if a < b:
@@ -285,7 +290,7 @@ def _compare_memory(
 
 
 def _compare_time(
-    out: Comparison, name: str, before: float | None, after: float | None, tolerance: Tolerance, where: str
+    out: CostComparison, name: str, before: float | None, after: float | None, tolerance: Tolerance, where: str
 ) -> None:
     if before is None or after is None:
         return
