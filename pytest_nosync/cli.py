@@ -23,9 +23,8 @@ from typing import Any
 import torch
 
 from .findings import Report
-from .profiling.budgets import NAMES as BUDGET_NAMES
-from .profiling.budgets import parse_budgets
-from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_schedule
+from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
+from .profiling.config import NAMES as BUDGET_NAMES
 from .profiling.diagnose import TraceDiagnosis, diagnose
 from .profiling.render import render_diagnosis
 from .profiling.trace import Trace

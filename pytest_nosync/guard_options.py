@@ -13,8 +13,7 @@ from typing import Any
 
 from .findings import Mode
 from .policy import AllowEntry, KnownMatcher, Policy, parse_allow
-from .profiling.budgets import TraceBudgets
-from .profiling.config import TraceConfig
+from .profiling.config import TraceBudgets, TraceConfig
 
 MODES = tuple(Mode)
 BACKENDS = ("auto", "cuda", "emulate")  # "auto": cuda when a GPU is visible, else emulate (devices.resolve)

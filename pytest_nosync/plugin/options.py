@@ -22,9 +22,16 @@ import pytest
 from ..checks import CHECKS, UnknownCheck, lookup
 from ..guard_options import BACKENDS, MODES, GuardOptions
 from ..policy import parse_allow
-from ..profiling.budgets import NAMES as BUDGET_NAMES
-from ..profiling.budgets import TraceBudgets, parse_budgets
-from ..profiling.config import DEFAULT_DIR, TRACE_MODES, ProfilerOptions, TraceConfig, parse_schedule
+from ..profiling.config import (
+    DEFAULT_DIR,
+    TRACE_MODES,
+    ProfilerOptions,
+    TraceBudgets,
+    TraceConfig,
+    parse_budgets,
+    parse_schedule,
+)
+from ..profiling.config import NAMES as BUDGET_NAMES
 from ..step_cost import Tolerance, parse_tolerances
 
 MISSING: Any = object()

@@ -1,5 +1,5 @@
-"""How a guarded block is traced: the export mode, the profiler's options and nsys mode (budgets on the trace are
-GuardOptions.trace_budgets).
+"""How a guarded block is traced: the export mode, the profiler's options and nsys mode; and the budgets on a
+trace's figures (GuardOptions.trace_budgets, judged by profiling.budgets).
 
 Plain data, read by the tracer detector (detectors.tracer) and built from the plugin's options or by hand:
 
@@ -8,7 +8,8 @@ Plain data, read by the tracer detector (detectors.tracer) and built from the pl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 TRACE_MODES = ("always", "on-failure", "never")
 DEFAULT_DIR = "nosync-traces"
@@ -61,3 +62,56 @@ def parse_schedule(text: str) -> tuple[int, int, int]:
         raise ValueError(f"expected WAIT,WARMUP,ACTIVE as three whole numbers, ACTIVE >= 1 (e.g. 1,1,2), got {text!r}")
     wait, warmup, active = (int(p) for p in parts)
     return wait, warmup, active
+
+
+@dataclass(frozen=True)
+class TraceBudgets:
+    """Limits on a step's figures; None is off. Fractions are 0..1, times in ms, counts per step."""
+
+    max_gpu_idle_fraction: float | None = None
+    max_cpu_ms_between_denoiser_calls: float | None = None
+    max_layout_transforms_per_step: int | None = None
+    max_copies_per_step: int | None = None
+
+    @property
+    def any(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def merged(self, override: TraceBudgets) -> TraceBudgets:
+        """These budgets with every limit `override` sets replaced."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(
+            {f.name: getattr(override, f.name) for f in fields(override) if getattr(override, f.name) is not None}
+        )
+        return TraceBudgets(**values)
+
+
+NAMES = tuple(f.name for f in fields(TraceBudgets))
+_INTEGER = {"max_layout_transforms_per_step", "max_copies_per_step"}
+
+
+def parse_budgets(values: dict[str, Any] | list[str], source: str = "trace budgets") -> TraceBudgets:
+    """From {"name": value} (a marker) or ["name=value", ...] (command line, ini). Raises ValueError with a
+    sentence naming the bad entry."""
+    pairs: list[tuple[str, Any]] = []
+    if isinstance(values, dict):
+        pairs = list(values.items())
+    else:
+        for entry in values:
+            name, sep, value = str(entry).partition("=")
+            if not sep:
+                raise ValueError(f"{source}: expected NAME=VALUE (e.g. max_gpu_idle_fraction=0.2), got {entry!r}")
+            pairs.append((name.strip(), value.strip()))
+    out: dict[str, Any] = {}
+    for name, value in pairs:
+        if name not in NAMES:
+            raise ValueError(f"{source}: unknown budget {name!r}; expected one of {', '.join(NAMES)}")
+        try:
+            number = int(value) if name in _INTEGER else float(value)
+        except (TypeError, ValueError):
+            kind = "a whole number" if name in _INTEGER else "a number"
+            raise ValueError(f"{source}: {name} must be {kind}, got {value!r}") from None
+        if number < 0 or (name == "max_gpu_idle_fraction" and number > 1):
+            raise ValueError(f"{source}: {name} out of range: {value!r}")
+        out[name] = number
+    return TraceBudgets(**out)

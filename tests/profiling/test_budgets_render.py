@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.profiling.budgets import TraceBudgets, budget_findings, parse_budgets
+from pytest_nosync.profiling.budgets import budget_findings
+from pytest_nosync.profiling.config import TraceBudgets, parse_budgets
 from pytest_nosync.profiling.diagnose import TraceDiagnosis, diagnose
 from pytest_nosync.profiling.render import render_diagnosis
 from pytest_nosync.profiling.trace import Trace

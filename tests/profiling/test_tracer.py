@@ -14,8 +14,7 @@ from pytest_nosync import devices, nosync_guard
 from pytest_nosync.detectors.base import Detector
 from pytest_nosync.detectors.profiler_ranges import NvtxRanges
 from pytest_nosync.guard_options import GuardOptions
-from pytest_nosync.profiling.budgets import TraceBudgets
-from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
+from pytest_nosync.profiling.config import ProfilerOptions, TraceBudgets, TraceConfig
 from pytest_nosync.profiling.diagnose import TraceDiagnosis
 from pytest_nosync.profiling.export import NOSYNC_TRACK, file_stem
 from pytest_nosync.profiling.trace import Trace

@@ -8,7 +8,7 @@ import pytest
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.plugin.options import TABLE, OptionError, Settings, parse_marker, resolve
 from pytest_nosync.policy import AllowEntry
-from pytest_nosync.profiling.budgets import TraceBudgets
+from pytest_nosync.profiling.config import TraceBudgets
 
 
 def test_defaults() -> None:
