@@ -19,12 +19,11 @@ from typing import Any
 
 import torch
 
-from .findings import Frame
+from .findings import Frame, Location
 
 _TORCH_DIR = str(Path(torch.__file__).resolve().parent) + os.sep
 _PLUGIN_DIR = str(Path(__file__).resolve().parent) + os.sep
-_SUITE_DIR = _PLUGIN_DIR + "suite" + os.sep
-_TARGETS_DIR = _SUITE_DIR + "targets" + os.sep
+_USER_CODE: list[Callable[[str], bool]] = []  # of this plugin's files, those blamed like a user's (see user_code)
 _STDLIB_PLUMBING = ("warnings.py", "contextlib.py")
 
 STACK_DEPTH = 8
@@ -51,13 +50,18 @@ def is_internal(filename: str) -> bool:
     return os.path.basename(path) in _STDLIB_PLUMBING and "site-packages" not in path
 
 
+def user_code(is_user_code: Callable[[str], bool]) -> None:
+    """Say which of this plugin's own files are code a finding is blamed on, like a user's (the suite's test modules
+    and target builders, given by the suite); the rest of the plugin is plumbing, never blamed."""
+    if is_user_code not in _USER_CODE:
+        _USER_CODE.append(is_user_code)
+        for cached in (is_internal, _is_user_facing, _role, _is_plumbing):
+            cached.cache_clear()
+
+
 @functools.lru_cache(maxsize=1024)
 def _is_user_facing(path: str) -> bool:
-    """The plugin's own suite test modules and target builders are user-facing code: syncs there are blamed on
-    them. The suite's harness (checks, regression drivers) is plumbing like the rest of the plugin."""
-    if path.startswith(_TARGETS_DIR):
-        return True
-    return os.path.dirname(path) + os.sep == _SUITE_DIR and os.path.basename(path).startswith("test_")
+    return any(is_user_code(path) for is_user_code in _USER_CODE)
 
 
 def frames_from(frame: types.FrameType | None, limit: int = 64) -> Iterator[Frame]:
@@ -149,7 +153,7 @@ def attribute(frames: Iterable[Frame]) -> tuple[str, tuple[Frame, ...]]:
         if blamed is not None and len(kept) >= blamed + STACK_DEPTH:
             break
     if not kept:
-        return "<unknown>:0", ()
+        return Location("<unknown>", 0), ()
     short = kept[:STACK_DEPTH] if blamed is None else kept[: blamed + STACK_DEPTH]
     return kept[blamed or 0].where, tuple(f if f.line else with_line(f) for f in short)
 

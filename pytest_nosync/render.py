@@ -194,6 +194,30 @@ def _versus(compared: dict) -> str:
     return ", ".join(parts) or "compared"
 
 
+def run_summary(reports: Iterable[Report], root: str, per_target: dict[str, float]) -> list[str]:
+    """The nosync section of a run's terminal summary: a line per guarded test with its verdict and the failing
+    places, the step metrics' table, and the seconds each target took."""
+    reports = sorted(reports, key=lambda r: (r.test_id, r.check))
+    lines = [] if reports else ["no guarded test ran"]
+    for r in reports:
+        statuses: dict[str, int] = {}
+        for f in r.findings:
+            statuses[f.status] = statuses.get(f.status, 0) + f.count
+        verdict = "FAIL" if r.passed is False else "ok"
+        detail = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(statuses.items())) or "clean"
+        if r.not_checked:
+            detail = f"not checked: {r.not_checked[0]}"
+        lines.append(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
+        for g in group(f for f in r.findings if f.status == Status.FAIL):
+            lines.append(f"       {g.kind} {short_where(g.where, root)} ({g.per_step()})")
+        if r.artifacts.get("trace"):
+            lines.append(f"       trace: {r.artifacts['trace']}")
+    lines.extend(step_metrics_table(reports))
+    if per_target:
+        lines.append("seconds per target: " + ", ".join(f"{t} {s:.1f}" for t, s in per_target.items()))
+    return lines
+
+
 def github_annotations(reports: Iterable[Report], root: str) -> list[str]:
     """`::error file=…,line=…::` lines for failing findings inside the checked-out repository."""
     out: list[str] = []

@@ -24,7 +24,10 @@ from typing import Any
 
 import torch
 
-DEVICE_TYPE = "emu"
+from . import kernels, tensor
+from .identity import DEVICE_TYPE, is_emulated
+
+__all__ = ["DEVICE_TYPE", "EmulationUnavailable", "generator", "install", "is_emulated", "unavailable_reason"]
 _state: dict[str, Any] = {}  # "device" once installed; keeps the registrations alive
 
 
@@ -51,8 +54,6 @@ def install() -> torch.device:
     reason = unavailable_reason()
     if reason is not None:
         raise EmulationUnavailable(f"CPU emulation is not available: {reason}")
-    from . import kernels, tensor
-
     if torch._C._get_privateuse1_backend_name() != DEVICE_TYPE:
         torch.utils.rename_privateuse1_backend(DEVICE_TYPE)
     if not hasattr(torch, DEVICE_TYPE):
@@ -67,12 +68,6 @@ def install() -> torch.device:
     _state["tensor_from_data"] = tensor.accept_device_elements()
     _state["device"] = device
     return device
-
-
-def is_emulated(value: Any) -> bool:
-    """True for a tensor (or device) on the stand-in device."""
-    device = value if isinstance(value, torch.device) else getattr(value, "device", None)
-    return isinstance(device, torch.device) and device.type == DEVICE_TYPE
 
 
 class EmulatedGenerator(torch.Generator):

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .device import DEVICE_TYPE
+from .identity import DEVICE_TYPE
 
 DTOH = "dtoh_sync"
 HTOD = "htod_sync"

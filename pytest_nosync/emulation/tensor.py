@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from . import syncs
-from .device import DEVICE_TYPE
+from .identity import DEVICE_TYPE
 
 _CPU = torch.device("cpu")
 _DEVICE: torch.device  # set by bind(), once the backend has its name

@@ -1,25 +1,38 @@
-"""The pytest side of pytest-nosync (entry point `nosync`): hooks here; options, the session, fixtures and xdist in
-the modules beside this one. The checks themselves live in the library (guard, detectors, policy)."""
+"""The pytest side of pytest-nosync (entry point `nosync`): options, markers, the run's session and thin fixtures.
+
+Off means off: without --nosync this module registers the options and markers, validates markers and skips gpu tests
+without a GPU, and imports nothing of the package beyond the option table. With --nosync it registers the run's
+NosyncSession (plugin.session), which owns the run's and each test's state and answers the hooks; the fixtures below
+only hand a test what the session gives.
+
+    def test_loop(nosync, pipe):
+        with nosync.guard(pipe) as g:
+            pipe(prompt_embeds=..., callback_on_step_end=g.callback_on_step_end)
+
+    @pytest.mark.parametrize("nosync_target", [MY_TARGET], indirect=True)
+    def test_my_pipeline(nosync_check, nosync):
+        nosync.add_report(nosync_check("syncs"))
+"""
 
 from __future__ import annotations
 
-import os
-from dataclasses import replace
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import graph_helpers, options, suite_collection, usage, xdist
-from .fixtures import add_suite_to_args, generate_target_params, marker_values
-from .fixtures import nosync as nosync  # fixtures, exported to pytest through this entry-point module
-from .fixtures import nosync_call_context as nosync_call_context
-from .fixtures import nosync_check as nosync_check
-from .fixtures import nosync_device as nosync_device
-from .fixtures import nosync_guard_kwargs as nosync_guard_kwargs
-from .fixtures import nosync_pipeline as nosync_pipeline
-from .fixtures import nosync_step_metrics as nosync_step_metrics
-from .fixtures import nosync_target as nosync_target
-from .session import BASELINE, NosyncSession, NotRun
+from . import options
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..findings import Report
+    from ..suite.targets.base import CallContext, Target
+    from .fixture import NosyncFixture
+    from .session import NosyncSession
+
+SESSION = pytest.StashKey["NosyncSession"]()
+NOT_CHECKING = "the suite's fixtures check nothing without --nosync: run `pytest -m gpu --nosync`"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,83 +41,152 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    xdist.pin_worker(config)  # first: before anything can initialise CUDA in an xdist worker
     config.addinivalue_line("markers", options.MARKER_HELP)
     config.addinivalue_line("markers", options.GPU_MARKER_HELP)
-    settings = options.read(config)
-    usage.check_targets(settings)
-    config.pluginmanager.register(NotRun(usage.unused_outputs(settings)), "nosync-not-run")
-    if settings.suite:
-        add_suite_to_args(config)
-    if not settings.enabled:
-        config.stash[options.SETTINGS] = settings
-        return  # off means off: no detector, no hook beyond marker bookkeeping
-    settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
-    config.stash[options.SETTINGS] = settings
-    controller = not hasattr(config, "workerinput")
-    if controller:
-        usage.check_rootdir(config)
-        usage.check_outputs(settings)
-    known = usage.load_baseline(config, settings)
-    if known is not None:
-        config.stash[BASELINE] = known
-    if controller and config.pluginmanager.hasplugin("xdist"):
-        xdist.check_worker_count(config)
-    config.pluginmanager.register(NosyncSession(config, settings), "nosync-session")
-    if graph_helpers.wanted(config):
-        config.pluginmanager.register(graph_helpers.GraphHelperRun(config), "nosync-graph-helpers")
+    config.pluginmanager.register(NotRun(), "nosync-not-run")
+    if not options.checking(config):
+        given = options.given_flags(config)
+        if given:  # an option that would change nothing must not look as if it did
+            raise pytest.UsageError(f"{given[0]} was given without --nosync, which turns checking on: add --nosync")
+        return
+    from .session import NosyncSession
 
-
-@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer (the CPU count)
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    return xdist.auto_workers(config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    xdist.assign_gpu(node)
-    known = node.config.stash.get(BASELINE, None)
-    if known is not None:
-        node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(known.path)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collect_directory(path: Any, parent: pytest.Collector) -> pytest.Collector | None:
-    return suite_collection.directory(path, parent)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Any, parent: pytest.Collector) -> pytest.Module | None:
-    return suite_collection.module(module_path, parent)
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    generate_target_params(metafunc)
+    config.stash[SESSION] = NosyncSession.start(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Validate every marker up front: a typo fails the run at once, not only on the GPU runner.
+    # Every marker validated up front, checking or not: a typo fails the run at once, not only on the GPU runner.
     for item in items:
+        marker = item.get_closest_marker("nosync")
+        if marker is None:
+            continue
         try:
-            marker_values(item)
+            options.parse_marker(marker.args, marker.kwargs)
         except options.OptionError as exc:
             raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
-    cache = getattr(config, "cache", None)
-    if options.of(config).enabled and cache is not None and xdist.distributing(config):
-        items[:] = xdist.longest_first(items, cache.get(xdist.COSTS_KEY, {}))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("gpu") is None:
-        return
-    settings = options.of(item.config)
-    if not settings.enabled:
-        from .. import devices  # imports torch: only for a test marked gpu
+    if SESSION in item.config.stash or item.get_closest_marker("gpu") is None:
+        return  # a checking run's session decides where gpu tests run
+    from .. import devices  # imports torch: only for a test marked gpu
 
-        if not devices.cuda_available():
-            pytest.skip(
-                "needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner "
-                "(or `--nosync --nosync-backend emulate` on the CPU)"
-            )
-        return
+    if not devices.cuda_available():
+        pytest.skip(
+            "needs a CUDA device: run `pytest -m gpu --nosync` on a GPU runner "
+            "(or `--nosync --nosync-backend emulate` on the CPU)"
+        )
+
+
+class NotRun:
+    """The gpu/nosync tests that were skipped, with their reasons, at the end of every run (checking or not) without
+    -rs: a check that did not run must be visible, whatever the exit status says."""
+
+    def __init__(self) -> None:
+        self.skipped: dict[str, list[str]] = {}  # reason → test ids
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.skipped and ("gpu" in report.keywords or "nosync" in report.keywords):
+            longrepr = report.longrepr
+            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+            self.skipped.setdefault(reason.removeprefix("Skipped: "), []).append(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)  # after the session's section
+    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
+        if not self.skipped or hasattr(config, "workerinput"):  # an xdist worker's results reach its controller
+            return
+        total = sum(len(ids) for ids in self.skipped.values())
+        terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
+        for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
+            terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)
+
+
+# ---- fixtures: thin, over the session --------------------------------------------------------------------------
+def _session(request: pytest.FixtureRequest) -> NosyncSession:
+    session = request.config.stash.get(SESSION, None)
+    if session is None:
+        pytest.skip(NOT_CHECKING)
+    return session
+
+
+@pytest.fixture
+def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
+    """Guard blocks of the test and mark steps (see plugin.fixture.NosyncFixture); disarmed without --nosync."""
+    from .fixture import NosyncFixture
+
+    return NosyncFixture(request.node, request.config.stash.get(SESSION, None))
+
+
+@pytest.fixture
+def nosync_device(request: pytest.FixtureRequest) -> torch.device:
+    """The device of the active backend (cuda, or the emulated device), for tests written once for both; without
+    --nosync, cuda where a GPU is visible and the CPU elsewhere."""
+    session = request.config.stash.get(SESSION, None)
+    if session is not None:
+        return session.device_for(request.node)
+    import torch
+
+    from .. import devices
+
+    return torch.device("cuda" if devices.cuda_available() else "cpu")
+
+
+@pytest.fixture
+def nosync_target(request: pytest.FixtureRequest) -> Target:
+    """The Target under test: a built-in one by name, or your own Target object (`indirect=True`)."""
+    return _session(request).suite.target(request)
+
+
+@pytest.fixture
+def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
+    """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
+    return _session(request).suite.call_context
+
+
+@pytest.fixture
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target) -> Any:
+    """The target's pipeline on the suite's device and dtype, built once per session."""
+    return _session(request).suite.pipeline_for(request.node, nosync_target)
+
+
+@pytest.fixture
+def nosync_check(
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any
+) -> Callable[[str], Report]:
+    """Run one of the suite's checks on the test's target pipeline and return its Report."""
+    suite = _session(request).suite
+    return lambda check: suite.check(request.node, nosync_target, nosync_pipeline, check)
+
+
+@pytest.fixture
+def nosync_step_metrics(
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any
+) -> Callable[[Any], Report]:
+    """Measure the target's step metrics, timed through pytest-benchmark's `benchmark` fixture (given by the test),
+    and judge them against the run loaded by --benchmark-compare (see plugin.benchmark)."""
+    suite = _session(request).suite
+    return lambda benchmark: suite.step_metrics(request.node, nosync_target, nosync_pipeline, benchmark)
+
+
+@pytest.fixture
+def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[str, Any]]:
+    """The keyword arguments of a guard in this test for (check, target): its GuardOptions (with the baseline's
+    matcher scoped to them) and the report's names. `fixed`: GuardOptions fields the case decides (denoiser, ...).
+
+        regressions.unipc_case(config, device, **nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler"))
+    """
+    session = _session(request)
+
+    def kwargs(check: str, target: str = "", **fixed: Any) -> dict[str, Any]:
+        guard = session.guard_options(request.node, check, target, **fixed)
+        return {"options": guard, "test_id": request.node.nodeid, "check": check, "target": target}
+
+    return kwargs
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer (the CPU count)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    from . import xdist  # asked before any plugin's configure: there is no session yet
+
+    return xdist.auto_workers(config)

@@ -88,6 +88,7 @@ def check_names(raw: Any) -> tuple[str, ...]:
 
 
 def allow_list(raw: Any) -> tuple:
+
     if isinstance(raw, (str, dict)) or not isinstance(raw, (tuple, list)):
         raise ValueError(f"must be a list of (pattern, reason) pairs, got {raw!r}")
     return parse_allow(raw, source="entry")
@@ -138,6 +139,7 @@ def checkpoints(raw: Any) -> dict[str, str]:
 
 
 def tolerances(raw: Any) -> dict[str, Tolerance]:
+
     return parse_tolerances([raw] if isinstance(raw, str) else list(raw))
 
 
@@ -148,7 +150,8 @@ def schedule(raw: Any) -> tuple[int, int, int]:
 @dataclass(frozen=True)
 class Option:
     """One row: `name` is the GuardOptions field (guard=True) or the Settings field, the ini key `nosync_<name>`
-    and the marker argument (marker=True). `flag` "" means `--nosync-<name>`; None: no command-line flag."""
+    and the marker argument (marker=True). `flag` "" means `--nosync-<name>`; None: no command-line flag. Defaults
+    are the fields' own (GuardOptions', Settings'): written once."""
 
     name: str
     help: str
@@ -158,7 +161,6 @@ class Option:
     ini: bool = True
     marker: bool = False
     guard: bool = False
-    default: Any = MISSING  # Settings' default; guard rows take GuardOptions' own
     merge: Callable[[Any, Any], Any] | None = None  # (run's value, marker's value) → value; else the marker's wins
     path: bool = False  # a path: from the ini file, relative to that file
     key: str = ""  # the ini key and option dest, when not `nosync_<name>`
@@ -182,7 +184,7 @@ class Option:
 
 TABLE: tuple[Option, ...] = (
     Option("enabled", "turn the nosync checks on (off: marked tests run as plain tests)", flag, "bool", "--nosync",
-           default=False, key="nosync"),
+           key="nosync"),
     # ---- per test: GuardOptions fields ------------------------------------------------------------------------
     Option("mode", "warn: collect every sync and fail once with all of them (default); error: fail fast at the first "
            "sync inside a step (the raise lands on the offending line, for --pdb)", choice(*MODES), marker=True,
@@ -207,51 +209,50 @@ TABLE: tuple[Option, ...] = (
            budgets, "list",
            flag="--nosync-trace-budget", marker=True, guard=True, merge=TraceBudgets.merged),
     # ---- the run ----------------------------------------------------------------------------------------------
-    Option("backend", "cuda, emulate (CPU emulation) or auto (cuda when a GPU is visible)", choice(*BACKENDS),
-           default="auto"),
+    Option("backend", "cuda, emulate (CPU emulation) or auto (cuda when a GPU is visible)", choice(*BACKENDS)),
     Option("map_cuda", "on (default): under the emulate backend, code written for CUDA runs on the emulated device "
            "(device='cuda', .cuda(), torch.Generator('cuda'), torch.cuda.*); off: leave CUDA alone",
-           choice("on", "off"), default="on"),
-    Option("report", "write one JSON report of the run to this path", default=None, path=True),
+           choice("on", "off")),
+    Option("report", "write one JSON report of the run to this path", path=True),
     Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
-           "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool", default=False),
-    Option("targets", "comma-separated targets of the suite (default: all)", name_list, default=()),
-    Option("steps", "denoising steps of each measured call (at least 2)", whole_number(2), default=2),
+           "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool"),
+    Option("targets", "comma-separated targets of the suite (default: all)", name_list),
+    Option("steps", "denoising steps of each measured call (at least 2)", whole_number(2)),
     Option("dtype", "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 "
-           "emulated)", dtype_name, default=None),
-    Option("device", "device of the suite's pipelines (default: the backend's)", device_name, default=None),
+           "emulated)", dtype_name),
+    Option("device", "device of the suite's pipelines (default: the backend's)", device_name),
     Option("checkpoint", "NAME=PATH: run target NAME from a local checkpoint (a directory or an id in the local HF "
-           "cache; safetensors only, no remote code); repeatable", checkpoints, "list", default={}),
+           "cache; safetensors only, no remote code); repeatable", checkpoints, "list"),
     Option("baseline", "known-issues baseline (JSON): matching findings are reported as known, not failures; an entry "
            "that no longer matches fails the run (default with --nosync-suite: the one pytest-nosync ships; none: off)",
-           default=None, path=True),
-    Option("baseline_write", "write the run's failing and known findings to this path as a new baseline", default=None,
+           path=True),
+    Option("baseline_write", "write the run's failing and known findings to this path as a new baseline",
            path=True),
     Option("trace", "torch.profiler traces of guarded blocks: always (every block profiled and kept), on-failure "
            "(default: nothing is profiled while blocks pass; a failing suite call is run again under the profiler) "
-           "or never", choice(*TRACE_MODES), default=None),
+           "or never", choice(*TRACE_MODES)),
     Option("trace_dir", "directory of the trace files, one per test id (default: nosync-traces in pytest's cache "
-           "directory, .pytest_cache/d/)", default=None, path=True),
-    Option("trace_gzip", "write traces as .json.gz", flag, "bool", default=False),
-    Option("trace_shapes", "profiler: record input shapes (slower)", flag, "bool", default=False),
-    Option("trace_memory", "profiler: record allocations (slower)", flag, "bool", default=False),
-    Option("trace_stack", "profiler: record Python stacks (slower)", flag, "bool", default=False),
-    Option("trace_flops", "profiler: estimate FLOPs (slower)", flag, "bool", default=False),
+           "directory, .pytest_cache/d/)", path=True),
+    Option("trace_gzip", "write traces as .json.gz", flag, "bool"),
+    Option("trace_shapes", "profiler: record input shapes (slower)", flag, "bool"),
+    Option("trace_memory", "profiler: record allocations (slower)", flag, "bool"),
+    Option("trace_stack", "profiler: record Python stacks (slower)", flag, "bool"),
+    Option("trace_flops", "profiler: estimate FLOPs (slower)", flag, "bool"),
     Option("trace_schedule", "WAIT,WARMUP,ACTIVE in denoising steps: record only the ACTIVE steps after WAIT+WARMUP "
-           "(torch.profiler schedule; the work before step 0 counts with step 0)", schedule, default=None),
+           "(torch.profiler schedule; the work before step 0 counts with step 0)", schedule),
     Option("nsys", "for `nsys profile --capture-range=cudaProfilerApi`: NVTX ranges per step and region, "
-           "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool", default=False),
+           "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool"),
     Option("metrics_tolerance", "NAME=PCT%[+FLOOR]: how far test_step_metrics' times and memory may exceed the run "
            "given to --benchmark-compare before the test fails (host_ms, device_ms, peak_memory; FLOOR in ms or "
            "bytes; defaults per backend, see the README); device ops are compared exactly; repeatable", tolerances,
-           "list", default={}),
+           "list"),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
-           "median; default 3 on a GPU, 1 under emulation)", whole_number(1), default=None),
+           "median; default 3 on a GPU, 1 under emulation)", whole_number(1)),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
            "checks (auto: one per 4 cores, at most 3, none below 4 cores or for a single graph check; 0: trace them "
-           "in this process, e.g. to see what a conftest patched)", workers, default=None),
+           "in this process, e.g. to see what a conftest patched)", workers),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
-           "error)", flag, "bool", ini=False, default=False),
+           "error)", flag, "bool", ini=False),
 )  # fmt: skip
 ROWS = {o.name: o for o in TABLE}
 GUARD_ROWS = tuple(o for o in TABLE if o.guard)
@@ -278,8 +279,8 @@ class Settings:
     trace: TraceConfig = field(default_factory=TraceConfig)
     trace_dir: str | None = None  # as given; None: the plugin puts traces in pytest's cache directory
     metrics_tolerance: dict[str, Tolerance] = field(default_factory=dict)  # over the backend's defaults
-    metrics_rounds: int | None = None  # None: the backend's default (step_metrics.default_rounds)
-    graph_workers: int | None = None  # None: auto (suite.graph_helpers.auto_count)
+    metrics_rounds: int | None = None  # None: the backend's default (step_cost.default_rounds)
+    graph_workers: int | None = None  # None: auto (plugin.graph_helpers.pool.auto_count)
     share_gpus: bool = False
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)
@@ -337,10 +338,7 @@ def _read(config: pytest.Config) -> Settings:
             values[row.name] = row.read(ini, f"ini {row.ini_key}")
             if row.path and values[row.name] != "none":
                 values[row.name] = _ini_relative(config, values[row.name])
-        else:
-            values[row.name] = row.default
     trace = _trace(values, guard_cli.get("trace_budgets") or guard_ini.get("trace_budgets"))
-    # the trace rows (trace, trace_*, nsys) make up Settings.trace; the others are Settings fields of their name
     settings = {k: v for k, v in values.items() if k in _SETTINGS_FIELDS and k != "trace"}
     return Settings(**settings, trace=trace, guard_cli=guard_cli, guard_ini=guard_ini)
 
@@ -353,23 +351,22 @@ def _ini_relative(config: pytest.Config, value: str) -> str:
     return str(base / value)
 
 
+_PROFILER_ROWS = {"record_shapes": "trace_shapes", "profile_memory": "trace_memory", "with_stack": "trace_stack",
+                  "with_flops": "trace_flops", "schedule": "trace_schedule"}  # fmt: skip
+
+
 def _trace(values: dict[str, Any], run_budgets: TraceBudgets | None) -> TraceConfig:
-    mode, nsys = values["trace"], values["nsys"]
+    """The trace rows (trace, trace_*, nsys) as Settings.trace; what is not given keeps TraceConfig's defaults."""
+    mode, nsys = values.get("trace"), values.get("nsys", False)
     if nsys and mode == "always":
         raise OptionError("--nosync-nsys and --nosync-trace always exclude each other: nsys records the trace")
     if nsys and run_budgets is not None and run_budgets.any:
         raise OptionError("--nosync-trace-budget needs torch.profiler's trace, which --nosync-nsys turns off")
-    profiler = ProfilerOptions(
-        record_shapes=values["trace_shapes"],
-        profile_memory=values["trace_memory"],
-        with_stack=values["trace_stack"],
-        with_flops=values["trace_flops"],
-        schedule=values["trace_schedule"],
-    )
+    profiler = ProfilerOptions(**{name: values[row] for name, row in _PROFILER_ROWS.items() if row in values})
     return TraceConfig(
         mode=mode or ("never" if nsys else "on-failure"),
-        directory=values["trace_dir"] or DEFAULT_DIR,
-        gzip=values["trace_gzip"],
+        directory=values.get("trace_dir") or DEFAULT_DIR,
+        gzip=values.get("trace_gzip", False),
         profiler=profiler,
         nsys=nsys,
     )
@@ -413,9 +410,16 @@ def resolve(settings: Settings, marker: Mapping[str, Any], **fixed: Any) -> Guar
     return GuardOptions(**{**values, **fixed})
 
 
-SETTINGS = pytest.StashKey[Settings]()
+def checking(config: pytest.Config) -> bool:
+    """Whether this run checks: --nosync, or `nosync = true` in the ini file."""
+    cli, ini = _given(config, ROWS["enabled"])
+    return cli is not MISSING or ini is not MISSING
 
 
-def of(config: pytest.Config) -> Settings:
-    """The run's settings (defaults when the plugin was not configured, e.g. in a bare pytester run)."""
-    return config.stash.get(SETTINGS, Settings())
+def given_flags(config: pytest.Config) -> list[str]:
+    """The nosync options given on the command line, --nosync itself aside."""
+    return [
+        row.cli
+        for row in TABLE
+        if row.cli is not None and row.name != "enabled" and config.getoption(row.ini_key, default=None) is not None
+    ]

@@ -1,168 +1,240 @@
-"""The run, with --nosync on: guards marked tests, fails tests whose reports failed, summarises the run, checks the
-baseline and writes the JSON report. Registered only with --nosync, so the plugin costs nothing when off."""
+"""The checking run: one NosyncSession, registered with --nosync, owns the run's and each test's state and answers
+pytest's hooks (pytest-benchmark's split: the plugin's hooks, a session object, thin fixtures).
+
+Run state: the Settings read once, the xdist role, the baseline, every test's Report, the trace
+directory, and the suite's state (plugin.suite_run: targets, their pipelines, the graph helpers). Test state: the
+reports attached to a test (its stash), its marker's arguments, its GuardOptions.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Generator
-from typing import Any
+from dataclasses import replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import baseline, render, run_report
-from ..findings import Report, Status
-from . import benchmark, xdist
+from ..findings import Report
+from ..guard_options import GuardOptions
+from . import benchmark, usage, xdist
+from . import options as table
 from .options import Settings
 
+if TYPE_CHECKING:
+    import torch
+
+    from ..policy import KnownMatcher
+    from ..profiling.config import TraceConfig
+    from .suite_run import SuiteRun
+
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
-BASELINE = pytest.StashKey[baseline.Baseline]()
+_MARKER = pytest.StashKey[dict[str, Any]]()
 EMULATION_BANNER = (
     "nosync: no GPU here, so syncs are emulated on the CPU: reads of device values and blocking host copies are "
     "seen at the aten op; syncs inside C++/CUDA extensions, CUDA-only code paths, streams and pinned-memory "
-    "copies are not (see README, 'CPU emulation')"
+    "copies are not (see docs/emulation.md)"
 )
 
 
-class NotRun:
-    """Counts the gpu/nosync tests that were skipped and shows them in the terminal summary without -rs: a check that
-    did not run must be visible, whatever the exit status says. Registered with and without --nosync."""
-
-    def __init__(self, notes: list[str]) -> None:
-        self.skipped: dict[str, list[str]] = {}  # reason → test ids
-        self.notes = notes  # said at the end whatever happened (e.g. an output asked for without --nosync)
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.skipped and ("gpu" in report.keywords or "nosync" in report.keywords):
-            longrepr = report.longrepr
-            reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
-            self.skipped.setdefault(reason.removeprefix("Skipped: "), []).append(report.nodeid)
-
-    def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        if hasattr(config, "workerinput"):
-            return
-        for note in self.notes:
-            terminalreporter.write_line(f"nosync: {note}", yellow=True)
-        if not self.skipped:
-            return
-        total = sum(len(ids) for ids in self.skipped.values())
-        terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
-        for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
-            terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)
-
-
-def add_report(item: pytest.Item, report: Report) -> None:
-    """Attach a report to the test: a failing one fails it after the test body returns."""
-    report.test_id = report.test_id or item.nodeid
-    item.stash.setdefault(ITEM_REPORTS, []).append(report)
-
-
 class NosyncSession:
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+    """See the module docstring. Built by `start` at configure time."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, role: xdist.Role, known: baseline.Baseline | None):
         self.config = config
         self.settings = settings
-        self.unmap_cuda: Callable[[], None] | None = None
-        if settings.backend == "emulate" and settings.map_cuda == "on":
-            from .. import devices
-            from ..emulation import cuda_map
-
-            self.unmap_cuda = cuda_map.install(devices.execution_device("emulate"))
-        self.reports: list[Report] = []
+        self.role = role
+        self.baseline = known
+        self.reports: list[Report] = []  # every test's, where results arrive (this process or the xdist controller)
         self.reviews: list[baseline.Review] = []
         self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
-        self.written = 0
+        self.written: int | None = None  # baseline entries written
+        self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
+        self._unmap_cuda = self._map_cuda()
 
+    @classmethod
+    def start(cls, config: pytest.Config) -> NosyncSession:
+        """Read and check the run's options (each problem one sentence, before anything runs) and register the
+        session. First of all an xdist worker is pinned to its GPU: nothing may initialise CUDA before."""
+        role = xdist.role(config)
+        xdist.pin_worker(config)
+        settings = table.read(config)
+        usage.check_targets(settings)
+        if settings.suite:
+            usage.add_suite_to_args(config)
+        settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
+        if role is not xdist.Role.WORKER:
+            usage.check_rootdir(config)
+            usage.check_outputs(settings)
+        known = usage.load_baseline(config, settings)
+        if role is xdist.Role.CONTROLLER:
+            xdist.check_worker_count(config, settings.share_gpus)
+        session = cls(config, settings, role, known)
+        config.pluginmanager.register(session, "nosync-session")
+        from . import graph_helpers
+
+        if graph_helpers.wanted(session):
+            session.suite.helpers = graph_helpers.GraphHelperRun(session)
+            config.pluginmanager.register(session.suite.helpers, "nosync-graph-helpers")
+        return session
+
+    @cached_property
+    def suite(self) -> SuiteRun:
+        """The suite's state (targets, pipelines, graph helpers), made on first use."""
+        from .suite_run import SuiteRun
+
+        return SuiteRun(self)
+
+    @property
+    def root(self) -> str:
+        return str(self.config.rootpath)
+
+    # ---- a test's options --------------------------------------------------------------------------------------
+    def marker_values(self, item: pytest.Item) -> dict[str, Any]:
+        """The validated arguments of the item's closest `nosync` marker ({} without one)."""
+        cached = item.stash.get(_MARKER, None)
+        if cached is None:
+            marker = item.get_closest_marker("nosync")
+            cached = item.stash[_MARKER] = table.parse_marker(marker.args, marker.kwargs) if marker else {}
+        return cached
+
+    def known_matcher(self, test_id: str, target: str, check: str) -> KnownMatcher | None:
+        """The baseline's matcher for one test, or None without a baseline."""
+        if self.baseline is None:
+            return None
+        version = run_report.diffusers_version()
+        return self.baseline.matcher(test_id, target, check, version, self.settings.backend)
+
+    def guard_options(self, item: pytest.Item, check: str = "", target: str = "", **fixed: Any) -> GuardOptions:
+        """The test's GuardOptions (plugin.options.resolve), with the baseline's matcher for (target, check);
+        `check` defaults to the marker's checks."""
+        marker = self.marker_values(item)
+        check = check or ",".join(marker.get("checks", GuardOptions.checks))
+        known = self.known_matcher(item.nodeid, target, check)
+        settings = self.settings
+        return table.resolve(settings, marker, backend=settings.backend, trace=self.trace, known=known, **fixed)
+
+    def device_for(self, item: pytest.Item) -> torch.device:
+        """The device a test's tensors and models go on: the backend's, or the plain CPU under the emulation for a
+        test whose checks all run there (devices.for_checks)."""
+        from .. import devices
+
+        checks = self.marker_values(item).get("checks", GuardOptions.checks)
+        return devices.for_checks(devices.execution_device(self.settings.backend), checks)
+
+    @cached_property
+    def trace(self) -> TraceConfig:
+        """The run's trace settings with their directory decided: --nosync-trace-dir, else `nosync-traces` in
+        pytest's cache directory (a run leaves no files where it runs), else a temporary directory."""
+        directory = self.settings.trace_dir
+        if not directory:
+            cache = getattr(self.config, "cache", None)  # set by pytest's cache plugin, after the plugins' configure
+            directory = str(cache.mkdir("nosync-traces") if cache is not None else usage.private_temp_dir("traces"))
+        return replace(self.settings.trace, directory=directory)
+
+    def add_report(self, item: pytest.Item, report: Report) -> None:
+        """Attach a report to the test: a failing one fails it after the test body returns."""
+        report.test_id = report.test_id or item.nodeid
+        item.stash.setdefault(ITEM_REPORTS, []).append(report)
+
+    def reports_of(self, item: pytest.Item) -> list[Report]:
+        return list(item.stash.get(ITEM_REPORTS, []))
+
+    # ---- collection --------------------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        from . import suite_collection
+
+        return suite_collection.directory(path, parent)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+        from . import suite_collection
+
+        return suite_collection.module(module_path, parent)
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "nosync_target" in metafunc.fixturenames:
+            self.suite.generate_target_params(metafunc)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        cache = getattr(self.config, "cache", None)
+        if cache is not None and xdist.distributing(self.config):
+            items[:] = xdist.longest_first(items, cache.get(xdist.COSTS_KEY, {}))
+
+    # ---- xdist ---------------------------------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        xdist.assign_gpu(node, self.settings.share_gpus)
+        if self.baseline is not None:
+            node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(self.baseline.path)
+
+    # ---- the run -------------------------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         env = run_report.environment(self.settings.backend)
-        run = self.settings.guard_cli
-        mode = run.get("mode") or self.settings.guard_ini.get("mode") or "warn"
-        profiler = run.get("profile") or self.settings.guard_ini.get("profile")
+        options = table.resolve(self.settings, {})
         trace = "nsys" if self.settings.trace.nsys else self.settings.trace.mode
-        line = (
-            f"nosync: backend {self.settings.backend} ({env['device']}), mode {mode}, "
-            f"profiler {'on' if profiler else 'off'}, trace {trace}, torch {env['torch']}, "
+        lines = [
+            f"nosync: backend {self.settings.backend} ({env['device']}), mode {options.mode}, "
+            f"profiler {'on' if options.profile else 'off'}, trace {trace}, torch {env['torch']}, "
             f"diffusers {env['diffusers']} ({env['diffusers_path']})"
-        )
-        lines = [line]
-        known = config.stash.get(BASELINE, None)
-        if known is not None:
-            lines.append(known.summary(env["diffusers"]))
+        ]
+        if self.baseline is not None:
+            lines.append(self.baseline.summary(env["diffusers"]))
         if self.settings.backend == "emulate":
             lines.append(EMULATION_BANNER)
         return lines
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        if not hasattr(self.config, "workerinput"):  # after pytest-benchmark's configure loaded the compared runs
+        if self.role is not xdist.Role.WORKER:  # after pytest-benchmark's configure loaded the compared runs
             benchmark.check_usage(self.config, self.settings)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if self.unmap_cuda is not None:
+        if self._unmap_cuda is not None:
             from ..emulation import cuda_map
-            from .fixtures import device_for
 
-            cuda_map.retarget(device_for(item))  # the plain CPU for a test that only checks graph breaks
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.unmap_cuda is not None:
-            self.unmap_cuda()
-            self.unmap_cuda = None
+            cuda_map.retarget(self.device_for(item))  # the plain CPU for a test that only checks graph breaks
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
-        from .fixtures import NosyncFixture
-
         guard = None
         if pyfuncitem.get_closest_marker("nosync") is not None and "nosync" not in pyfuncitem.fixturenames:
-            guard = NosyncFixture(pyfuncitem).guard(whole_block=True)  # without marked steps, the body is the step
+            from .fixture import NosyncFixture
+
+            guard = NosyncFixture(pyfuncitem, self).guard(whole_block=True)  # without marked steps: the body
         if guard is None:
             result = yield
         else:
             with guard:
                 result = yield
-        failed = [r for r in pyfuncitem.stash.get(ITEM_REPORTS, []) if r.passed is False]
+        failed = [r for r in self.reports_of(pyfuncitem) if r.passed is False]
         if failed:
-            root = str(self.config.rootpath)
-            pytest.fail("\n\n".join(render.render_report(r, root) for r in failed), pytrace=False)
+            pytest.fail("\n\n".join(render.render_report(r, self.root) for r in failed), pytrace=False)
         return result
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
         report = yield
         if call.when == "call":
-            root = str(self.config.rootpath)
-            known = item.config.stash.get(BASELINE, None)
-            for r in item.stash.get(ITEM_REPORTS, []):
-                r.metrics.setdefault("baseline", known.path if known is not None else None)
+            for r in self.reports_of(item):
+                r.metrics.setdefault("baseline", self.baseline.path if self.baseline is not None else None)
                 report.user_properties.append(("nosync", r.to_dict()))
                 if r.findings and r.passed:
-                    report.sections.append((f"nosync {r.check}", render.render_report(r, root)))
+                    report.sections.append((f"nosync {r.check}", render.render_report(r, self.root)))
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Runs where results arrive: in-process, or on the xdist controller.
+        # Runs where results arrive: in this process, or on the xdist controller.
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
         for name, value in report.user_properties:
             if name == "nosync":
                 self.reports.append(Report.from_dict(value))
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput"):
-            return
-        self._summary(terminalreporter)
-        known = self.config.stash.get(BASELINE, None)
-        for review in self.reviews:
-            terminalreporter.write_line(
-                f"{review.status.upper()} baseline #{review.index} ({known.path if known else ''}): "
-                f"{review.entry.label}: {review.detail}",
-                red=review.fails,
-                yellow=not review.fails,
-            )
-        if self.settings.baseline_write:
-            terminalreporter.write_line(
-                f"nosync: wrote {self.written} baseline entries to {self.settings.baseline_write}"
-            )
-
-    def _per_target(self) -> dict[str, float]:
+    def per_target(self) -> dict[str, float]:
         """Seconds spent per target (all its tests, pipeline builds included). A graph check a helper traced counts
         the helper's seconds, not this process's wait for its report (xdist's scheduling reads these)."""
         totals: dict[str, float] = {}
@@ -173,64 +245,77 @@ class NosyncSession:
                 totals[report.target] = round(totals.get(report.target, 0.0) + seconds, 2)
         return dict(sorted(totals.items()))
 
-    def _summary(self, terminalreporter: Any) -> None:
-        reports = sorted(self.reports, key=lambda r: (r.test_id, r.check))
-        tr = terminalreporter
-        tr.section("nosync")
-        if not reports:
-            tr.write_line("no guarded test ran")
-        root = str(self.config.rootpath)
-        for r in reports:
-            statuses: dict[str, int] = {}
-            for f in r.findings:
-                statuses[f.status] = statuses.get(f.status, 0) + f.count
-            verdict = "FAIL" if r.passed is False else "ok"
-            detail = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in sorted(statuses.items())) or "clean"
-            if r.not_checked:
-                detail = f"not checked: {r.not_checked[0]}"
-            tr.write_line(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
-            for g in render.group(f for f in r.findings if f.status == Status.FAIL):
-                tr.write_line(f"       {g.kind} {render.short_where(g.where, root)} ({g.per_step()})")
-            if r.artifacts.get("trace"):
-                tr.write_line(f"       trace: {r.artifacts['trace']}")
-        for line in render.step_metrics_table(reports):
-            tr.write_line(line)
-        per_target = self._per_target()
-        if per_target:
-            tr.write_line("seconds per target: " + ", ".join(f"{t} {s:.1f}" for t, s in per_target.items()))
-        if os.environ.get("GITHUB_ACTIONS") == "true":
-            for line in render.github_annotations(reports, root):
-                tr.write_line(line)
-
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if hasattr(self.config, "workerinput"):
+        if self.role is xdist.Role.WORKER:
             return
-        known = self.config.stash.get(BASELINE, None)
         diffusers = run_report.diffusers_version()
-        if known is not None:
-            self.reviews = known.review(self.reports, diffusers)
+        if self.baseline is not None:
+            self.reviews = self.baseline.review(self.reports, diffusers)
             if any(r.fails for r in self.reviews) and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.baseline_write:
-            entries = baseline.entries_from(self.reports, diffusers, known)
-            baseline.write(self.settings.baseline_write, entries)
-            self.written = len(entries)
+            entries = baseline.entries_from(self.reports, diffusers, self.baseline)
+            if self._output("--nosync-baseline-write", lambda: baseline.write(self.settings.baseline_write, entries)):
+                self.written = len(entries)
         cache = getattr(self.config, "cache", None)
-        if cache is not None and self._per_target():  # for the next run's scheduling (plugin.xdist.longest_first)
-            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self._per_target()})
+        if cache is not None and self.per_target():  # for the next run's scheduling (xdist.longest_first)
+            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_target()})
         if self.settings.report:
-            for r in self.reports:
-                r.metrics["duration_s"] = round(self.durations.get(r.test_id, 0.0), 3)
-            extra = {
-                "baseline_reviews": [
-                    {"entry": r.index, "status": r.status, "label": r.entry.label, "detail": r.detail}
-                    for r in self.reviews
-                ],
-                "seconds_per_target": self._per_target(),
-            }
-            doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)
-            try:
-                run_report.write(self.settings.report, doc)
-            except OSError as exc:
-                message = f"nosync: could not write {self.settings.report}: {exc}"
-                self.config.get_terminal_writer().line(message, red=True)
+            self._output("--nosync-report", self._write_report)
+        if self.unwritten:  # checked writable before the run; something changed since
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _output(self, option: str, write: Callable[[], None]) -> bool:
+        try:
+            write()
+        except OSError as exc:
+            self.unwritten.append(f"nosync: {option}: could not write it at the end of the run: {exc}")
+            return False
+        return True
+
+    def _write_report(self) -> None:
+        for r in self.reports:
+            r.metrics["duration_s"] = round(self.durations.get(r.test_id, 0.0), 3)
+        extra = {
+            "baseline_reviews": [
+                {"entry": r.index, "status": r.status, "label": r.entry.label, "detail": r.detail} for r in self.reviews
+            ],
+            "seconds_per_target": self.per_target(),
+        }
+        doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)
+        run_report.write(self.settings.report, doc)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.role is xdist.Role.WORKER:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section("nosync")
+        for line in render.run_summary(self.reports, self.root, self.per_target()):
+            write(line)
+        if os.environ.get("GITHUB_ACTIONS") == "true":
+            for line in render.github_annotations(self.reports, self.root):
+                write(line)
+        where = self.baseline.path if self.baseline is not None else ""
+        for review in self.reviews:
+            line = f"{review.status.upper()} baseline #{review.index} ({where}): {review.entry.label}: {review.detail}"
+            write(line, red=review.fails, yellow=not review.fails)
+        if self.written is not None:
+            write(f"nosync: wrote {self.written} baseline entries to {self.settings.baseline_write}")
+        for sentence in self.unwritten:
+            write(sentence, red=True)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._unmap_cuda is not None:
+            self._unmap_cuda()
+            self._unmap_cuda = None
+
+    # ---- the emulation's CUDA mapping ----------------------------------------------------------------------------
+    def _map_cuda(self) -> Any:
+        """Under the emulation (and --nosync-map-cuda on), code written for CUDA runs on the emulated device for the
+        run; the returned function undoes it."""
+        if self.settings.backend != "emulate" or self.settings.map_cuda != "on":
+            return None
+        from .. import devices
+        from ..emulation import cuda_map
+
+        return cuda_map.install(devices.execution_device("emulate"))

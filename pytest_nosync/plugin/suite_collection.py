@@ -17,8 +17,9 @@ from types import ModuleType
 
 import pytest
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent
-SUITE_DIR = PACKAGE_DIR / "suite"
+from ..suite import SUITE_DIR
+
+PACKAGE_DIR = SUITE_DIR.parent
 
 
 def directory(path: Path, parent: pytest.Collector) -> pytest.Dir | None:

@@ -4,14 +4,17 @@ that cannot be written)."""
 
 from __future__ import annotations
 
+import getpass
 import inspect
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from .. import baseline, run_report
 from ..profiling import export
+from ..suite import SHIPPED_BASELINE, SUITE_DIR
 from .options import Settings
 
 
@@ -32,12 +35,13 @@ def check_targets(settings: Settings) -> None:
     """Target names in --nosync-targets and --nosync-checkpoint exist; each checkpoint asked for can be found."""
     if not settings.targets and not settings.checkpoint:
         return  # the registry imports torch and diffusers' model code: not for a run that names no target
-    from ..suite.targets.registry import TARGETS, checkpoint_problem
+    from ..suite.targets.registry import UnknownTarget, checkpoint_problem, lookup
 
     for option, names in (("--nosync-targets", settings.targets), ("--nosync-checkpoint", tuple(settings.checkpoint))):
-        unknown = [n for n in names if n not in TARGETS]
-        if unknown:
-            raise pytest.UsageError(f"{option}: unknown target {unknown[0]!r}; known: {', '.join(TARGETS)}")
+        try:
+            lookup(names)
+        except UnknownTarget as exc:
+            raise pytest.UsageError(f"{option}: {exc}") from None
     for name, path in settings.checkpoint.items():
         problem = checkpoint_problem(path)
         if problem:
@@ -91,15 +95,23 @@ def check_rootdir(config: pytest.Config) -> None:
         )
 
 
-def unused_outputs(settings: Settings) -> list[str]:
-    """What to say about outputs asked for in a run that checks nothing (no --nosync)."""
-    if settings.enabled:
-        return []
-    asked = [f"--nosync-{name.replace('_', '-')}" for name in ("report", "baseline_write") if getattr(settings, name)]
-    return [f"{option} given without --nosync: nothing was checked and nothing was written" for option in asked]
+def add_suite_to_args(config: pytest.Config) -> None:
+    """--nosync-suite: collect the built-in suite; alone when no path was given on the command line."""
+    suite = str(SUITE_DIR)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        if suite not in config.args:
+            config.args.append(suite)
+    else:
+        config.args[:] = [suite]
 
 
-SHIPPED_BASELINE = Path(__file__).parent.parent / "suite" / "known-issues.json"
+def private_temp_dir(name: str) -> Path:
+    """A directory of this user's under the temporary directory (mode 0700: other users of a shared machine can
+    neither read what a run wrote nor plant files where it writes)."""
+    path = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / name
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    return path
 
 
 def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baseline | None:
@@ -108,7 +120,7 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
     one its controller resolved."""
     from .xdist import BASELINE_KEY
 
-    path = getattr(config, "workerinput", {}).get(BASELINE_KEY) or settings.baseline
+    path = getattr(config, "workerinput", {}).get(BASELINE_KEY) or settings.baseline  # a worker: its controller's
     if path == "none":
         return None
     if not path and settings.suite:

@@ -9,9 +9,25 @@ Results travel back as report properties, so the controller writes one merged re
 from __future__ import annotations
 
 import os
+from enum import Enum
 from typing import Any
 
 import pytest
+
+
+class Role(Enum):
+    """What this process is to pytest-xdist."""
+
+    ALONE = "alone"  # no xdist: the run is this process
+    CONTROLLER = "controller"  # schedules the tests, merges what workers report
+    WORKER = "worker"  # runs tests for a controller
+
+
+def role(config: pytest.Config) -> Role:
+    if hasattr(config, "workerinput"):
+        return Role.WORKER
+    return Role.CONTROLLER if config.getoption("numprocesses", default=None) else Role.ALONE
+
 
 WORKER_GPU_KEY = "nosync_gpu"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
@@ -52,8 +68,11 @@ def pin_worker(config: pytest.Config) -> str | None:
 
 def auto_workers(config: pytest.Config) -> int | None:
     """`-n auto` with --nosync on a GPU machine: one worker per visible GPU, and none (the run stays in this process)
-    with a single GPU: one worker would add its start-up and lose the graph helpers, which xdist runs do not use."""
-    if not config.getoption("nosync", default=None) and not config.getini("nosync"):
+    with a single GPU: one worker would add its start-up and lose the graph helpers, which xdist runs do not use.
+    (Asked before the plugins' configure, so before there is a session.)"""
+    from .options import checking
+
+    if not checking(config):
         return None
     gpus = len(visible_gpus())
     if not gpus:
@@ -61,16 +80,13 @@ def auto_workers(config: pytest.Config) -> int | None:
     return gpus if gpus > 1 else 0
 
 
-def assign_gpu(node: Any) -> None:
+def assign_gpu(node: Any, share: bool) -> None:
     """On the controller, as xdist sets a worker up: give it its GPU."""
-    config = node.config
-    if not config.getoption("nosync", default=None) and not config.getini("nosync"):
-        return
     gpus = visible_gpus()
     if not gpus:
         return
     index = int(str(node.workerinput["workerid"]).lstrip("gw") or 0)
-    node.workerinput[WORKER_GPU_KEY] = gpu_for_worker(index, gpus, bool(config.getoption("nosync_share_gpus")))
+    node.workerinput[WORKER_GPU_KEY] = gpu_for_worker(index, gpus, share)
 
 
 COSTS_KEY = "nosync/seconds_per_target"  # in pytest's cache: what each target group took in the last run
@@ -90,13 +106,13 @@ def longest_first(items: list[pytest.Item], costs: dict[str, float]) -> list[pyt
 
 def distributing(config: pytest.Config) -> bool:
     """Whether this process schedules or runs tests for xdist workers."""
-    return hasattr(config, "workerinput") or bool(config.getoption("numprocesses", default=None))
+    return role(config) is not Role.ALONE
 
 
-def check_worker_count(config: pytest.Config) -> None:
+def check_worker_count(config: pytest.Config, share: bool) -> None:
     """Fail early, with a sentence, when an explicit -n exceeds the GPUs."""
     wanted = config.getoption("numprocesses", default=None)
-    if not isinstance(wanted, int) or wanted <= 1 or config.getoption("nosync_share_gpus"):
+    if not isinstance(wanted, int) or wanted <= 1 or share:
         return
     gpus = visible_gpus()
     if gpus and wanted > len(gpus):

@@ -12,13 +12,15 @@ from typing import Any
 
 import torch
 
-from .. import attribution
+from .. import attribution, suite
 from ..detectors.dynamo import RECOMPILE_MESSAGE
 from ..findings import Finding, Kind, Phase, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import judge
 from ..run_report import diffusers_version
+
+attribution.user_code(suite.user_code)  # the suite's test modules and target builders are blamed, not skipped
 
 ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
 

@@ -26,6 +26,11 @@ from .guarded_call import error_report, guarded_call
 Repeat = Callable[[Callable[[], None], int], None]  # (one timed call, rounds) → runs it `rounds` times
 
 
+def metrics_steps(steps: int) -> int:
+    """Steps of a step-metrics call asked for `steps`: at least three, so that steady steps exist after the first."""
+    return max(steps, 3)
+
+
 def _repeat(call: Callable[[], None], rounds: int) -> None:
     for _ in range(rounds):
         call()

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from pytest_nosync import devices
-from pytest_nosync.plugin import options as nosync_options
 from pytest_nosync.policy import rejudge
 from pytest_nosync.suite import distributed
 
@@ -25,7 +24,7 @@ WORLD = 2
 @pytest.mark.parametrize("mode", ["ulysses", "ring"])
 @pytest.mark.parametrize("nosync_target", ["flux", "wan"], indirect=True)
 def test_context_parallel_adds_no_sync_in_a_step(
-    mode, nosync_target, nosync_guard_kwargs, nosync, tmp_path, request
+    mode, nosync_target, nosync_call_context, nosync_guard_kwargs, nosync, tmp_path, request
 ) -> None:
     if not devices.cuda_available() or torch.cuda.device_count() < WORLD:
         pytest.skip(f"needs {WORLD} GPUs visible to this process (run it without -n, on a runner with {WORLD}+)")
@@ -35,7 +34,7 @@ def test_context_parallel_adds_no_sync_in_a_step(
     command = [
         sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(WORLD),
         "-m", "pytest_nosync.suite.distributed", "--target", nosync_target.name, "--mode", mode, "--out", str(tmp_path),
-        "--steps", str(nosync_options.of(request.config).steps),
+        "--steps", str(nosync_call_context.steps),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=dict(os.environ))
     missing = [r for r in range(WORLD) if not (tmp_path / distributed.RANK_REPORT.format(rank=r)).exists()]

@@ -15,18 +15,17 @@ from pytest_nosync.run_report import diffusers_version
 TESTS = """
 from pytest_nosync.findings import Finding, KnownMatch, Report
 from pytest_nosync.policy import Policy, judge
-from pytest_nosync.plugin.fixtures import known_matcher
 
-def report(request, where, target="demo", check="syncs"):
-    known = known_matcher(request.config, request.node.nodeid, target, check)
+def report(guard_kwargs, where, target="demo", check="syncs"):
+    known = guard_kwargs(check, target)["options"].known
     findings, passed = judge([Finding("dtoh_sync", where, step=1)], Policy(), known)
     return Report(findings=findings, check=check, target=target, passed=passed)
 
-def test_known(nosync, request):
-    nosync.add_report(report(request, "/venv/site-packages/diffusers/schedulers/sched.py:12"))
+def test_known(nosync, nosync_guard_kwargs):
+    nosync.add_report(report(nosync_guard_kwargs, "/venv/site-packages/diffusers/schedulers/sched.py:12"))
 
-def test_new(nosync, request):
-    nosync.add_report(report(request, "/venv/site-packages/diffusers/pipelines/pipe.py:99"))
+def test_new(nosync, nosync_guard_kwargs):
+    nosync.add_report(report(nosync_guard_kwargs, "/venv/site-packages/diffusers/pipelines/pipe.py:99"))
 """
 
 

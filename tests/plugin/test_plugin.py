@@ -211,7 +211,7 @@ def test_emulation_banner_says_what_it_cannot_see(pytester: pytest.Pytester) -> 
 
 
 def test_suite_option_collects_the_built_in_suite(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--nosync-suite", "--collect-only", "-q", "--nosync-targets=flux,wan")
+    result = pytester.runpytest("--nosync", "--nosync-suite", "--collect-only", "-q", "--nosync-targets=flux,wan")
     out = result.stdout.str()
     assert "test_targets.py::test_syncs[flux]" in out
     assert "test_syncs[wan]" in out and "test_syncs[ltx2]" not in out
@@ -227,7 +227,7 @@ def test_suite_option_collects_the_built_in_suite(pytester: pytest.Pytester) -> 
     ],
 )
 def test_suite_options_are_validated(pytester: pytest.Pytester, args: list[str], message: str) -> None:
-    result = pytester.runpytest("--nosync-suite", "--collect-only", *args)
+    result = pytester.runpytest("--nosync", "--nosync-suite", "--collect-only", *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
     assert message in result.stdout.str() + result.stderr.str()
 

@@ -59,7 +59,7 @@ def test_a_checkpoint_that_cannot_be_found_is_a_usage_error(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--nosync-suite", "--nosync-targets=nosuch"], "--nosync-targets: unknown target 'nosuch'"),
+        (["--nosync", "--nosync-suite", "--nosync-targets=nosuch"], "--nosync-targets: unknown target 'nosuch'"),
         (["--nosync", "--nosync-device=nonsense"], "--nosync-device: must be a torch device"),
         (["--nosync", "--nosync-steps=1"], "--nosync-steps: must be a whole number >= 2"),
     ],
@@ -78,13 +78,14 @@ def test_a_usage_error_leaves_no_empty_report(pytester: pytest.Pytester) -> None
     assert not (pytester.path / "out").exists()
 
 
-def test_a_report_asked_for_without_nosync_says_nothing_was_written(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("option", ["--nosync-suite", "--nosync-report=report.json", "--nosync-mode=error"])
+def test_an_option_without_nosync_is_a_usage_error(pytester: pytest.Pytester, option: str) -> None:
+    """It would change nothing: without --nosync nothing is checked, so a report or a mode asked for would be a
+    silent no-op."""
     pytester.makepyfile("def test_ok():\n    pass\n")
-    result = pytester.runpytest("--nosync-report=report.json")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        ["*--nosync-report given without --nosync: nothing was checked and nothing was written*"]
-    )
+    result = pytester.runpytest(option)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{option.split('=')[0]} was given without --nosync" in _one_sentence(result)
     assert not (pytester.path / "report.json").exists()
 
 

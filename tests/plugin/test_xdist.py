@@ -120,12 +120,11 @@ def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) 
 BASELINED = """
 from pytest_nosync.findings import Finding, Report
 from pytest_nosync.policy import Policy, judge
-from pytest_nosync.plugin.fixtures import known_matcher
 import pytest
 
 @pytest.mark.parametrize("i", range(4))
-def test_known(i, nosync, request):
-    known = known_matcher(request.config, request.node.nodeid, "demo", "syncs")
+def test_known(i, nosync, nosync_guard_kwargs):
+    known = nosync_guard_kwargs("syncs", "demo")["options"].known
     findings, passed = judge([Finding("dtoh_sync", "/x/site-packages/lib/a.py:3", step=1)], Policy(), known)
     nosync.add_report(Report(findings=findings, check="syncs", target="demo", passed=passed))
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
 import json
+import stat
 import tempfile
 from pathlib import Path
 
@@ -83,10 +85,12 @@ def test_gzip_when_asked(project: pytest.Pytester) -> None:
     assert [p.name for p in CACHED_TRACES(project).iterdir()] == ["test_pipe.py__test_passes.json.gz"]
 
 
-def test_without_the_cache_plugin_traces_go_to_the_temporary_directory(project: pytest.Pytester) -> None:
+def test_without_the_cache_plugin_traces_go_to_a_private_temporary_directory(project: pytest.Pytester) -> None:
+    """Not a directory every user of the machine shares: one of this user's, which only they can read or write."""
     result = project.runpytest("--nosync", "--nosync-trace=always", "-p", "no:cacheprovider", "-k", "passes")
-    temporary = Path(tempfile.gettempdir()) / "pytest-nosync-traces"
+    temporary = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / "traces"
     result.stdout.fnmatch_lines([f"*trace: {temporary}/test_pipe.py__test_passes.json*"])
+    assert stat.S_IMODE(temporary.stat().st_mode) == 0o700 and stat.S_IMODE(temporary.parent.stat().st_mode) == 0o700
     assert not (project.path / ".pytest_cache").exists() and not (project.path / "nosync-traces").exists()
 
 

@@ -26,6 +26,8 @@ def test_first_frame_outside_torch_is_blamed() -> None:
 
 
 def test_plugin_frames_are_plumbing_but_suite_frames_are_blamed() -> None:
+    import pytest_nosync.suite.guarded_call  # noqa: F401 - the suite tells attribution which of its files are user code
+
     plugin_dir = attribution._PLUGIN_DIR
     frames = [
         Frame(plugin_dir + "detectors/cuda_sync.py", 5, "_on_warning"),

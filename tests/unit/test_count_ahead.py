@@ -1,6 +1,7 @@
-"""Counting ahead for step metrics while a graph helper works (plugin.count_ahead), with stand-ins for the pipelines
-and the counting call (its counting is tested on real torch in tests/detectors/test_step_metrics.py): counts are
-made in run order for built pipelines only, each taken once by its own test with the same options and steps."""
+"""Counting ahead for step metrics while a graph helper works (plugin.graph_helpers.count_ahead), with stand-ins for
+the pipelines and the counting call (its counting is tested on real torch in tests/detectors/test_step_metrics.py):
+counts are made in run order for built pipelines only, each taken once by its own test with the same options and
+steps."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import torch
 
 from pytest_nosync.findings import Report
 from pytest_nosync.guard_options import GuardOptions
-from pytest_nosync.plugin import count_ahead
-from pytest_nosync.plugin.count_ahead import CountAhead
+from pytest_nosync.plugin.graph_helpers import count_ahead
+from pytest_nosync.plugin.graph_helpers.count_ahead import CountAhead
 from pytest_nosync.suite import measure as suite_step_metrics
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS

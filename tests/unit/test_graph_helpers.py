@@ -1,4 +1,4 @@
-"""The helper processes' orchestration (suite.graph_helpers), with stand-in helpers that speak the real wire: jobs
+"""The helper processes' orchestration (plugin.graph_helpers.pool), with stand-in helpers that speak the real wire: jobs
 answered in order whoever asks first, a helper that dies or imports another diffusers leaves its checks to this
 process with the reason, and the data that crosses the wire survives it."""
 
@@ -16,9 +16,9 @@ import pytest
 from pytest_nosync.baseline import Baseline
 from pytest_nosync.findings import Finding
 from pytest_nosync.guard_options import GuardOptions
-from pytest_nosync.plugin.usage import SHIPPED_BASELINE
+from pytest_nosync.plugin.graph_helpers.pool import GraphHelpers, GraphJob, auto_count, diffusers_file, receive, send
 from pytest_nosync.run_report import diffusers_version
-from pytest_nosync.suite.graph_helpers import GraphHelpers, GraphJob, auto_count, diffusers_file, receive, send
+from pytest_nosync.suite import SHIPPED_BASELINE
 
 # A stand-in helper: announces the diffusers file it is given, then answers each job after `delay` seconds with a
 # passing Report naming the job; a job whose test id contains "die" kills it.
@@ -26,7 +26,7 @@ STAND_IN = textwrap.dedent(
     """
     import os, sys, time
     from pytest_nosync.findings import Report
-    from pytest_nosync.suite.graph_helpers import Outcome, receive, send
+    from pytest_nosync.plugin.graph_helpers.pool import Outcome, receive, send
 
     answers = sys.stdout.buffer
     send(answers, sys.argv[1])

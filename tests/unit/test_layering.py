@@ -63,11 +63,12 @@ def modules() -> dict[str, Path]:
     return out
 
 
-def imports(module: str, path: Path, known: set[str]) -> list[tuple[str, int]]:
-    """(imported module inside the package or 'pytest', line) for every import of `module`."""
+def imports(module: str, path: Path, known: set[str], tree: ast.AST | None = None) -> list[tuple[str, int]]:
+    """(imported module inside the package or 'pytest', line) for every import of `module` (in `tree`, else its
+    file's)."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree or ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 name = alias.name
@@ -121,3 +122,63 @@ def test_profiling_imports_only_plain_data() -> None:
 def test_detectors_know_the_guard_only_through_the_step_context() -> None:
     used = {imported for m, imported, _ in EDGES if area(m) == "detectors"}
     assert not {i for i in used if area(i) in ("guard", "suite", "plugin")}, used
+
+
+def _runtime_edges() -> dict[str, set[str]]:
+    """module → the package modules it imports at run time (function-level imports included; `if TYPE_CHECKING:`
+    blocks left out, as they never run)."""
+    graph: dict[str, set[str]] = {m: set() for m in ALL}
+    for module, path in ALL.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                node.body = [ast.Pass()]  # imported only for type checkers
+        graph[module] = {imported for imported, _ in imports(module, path, set(ALL), tree) if imported in ALL} - {
+            module
+        }
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycle_counting_imports_inside_functions() -> None:
+    """An import inside a function that closes a cycle works only because of when it runs: a cycle hides an order
+    the modules depend on. Here none is left."""
+    assert _cycles(_runtime_edges()) == []
+
+
+def test_the_cycle_finder_finds_one() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

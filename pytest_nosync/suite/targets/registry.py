@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -15,6 +16,18 @@ from pytest_nosync.suite.targets.qwenimage import QWENIMAGE, QWENIMAGE_EDIT
 from pytest_nosync.suite.targets.wan import WAN
 
 TARGETS: dict[str, Target] = {t.name: t for t in (FLUX, FLUX2_KLEIN, WAN, LTX2, QWENIMAGE, QWENIMAGE_EDIT)}
+
+
+class UnknownTarget(ValueError):
+    """A target name the registry does not know; the message lists the known ones."""
+
+
+def lookup(names: Iterable[str]) -> list[Target]:
+    """The targets of `names`, or UnknownTarget naming the first unknown one."""
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        raise UnknownTarget(f"unknown target {unknown[0]!r}; known: {', '.join(TARGETS)}")
+    return [TARGETS[n] for n in names]
 
 
 class TargetUnavailable(Exception):

@@ -20,12 +20,10 @@ from typing import Any
 
 import pytest
 
-from ..findings import Report
-from ..guard_options import GuardOptions
-from ..step_cost import counts_when_timed
-from ..suite.targets.base import CallContext, Target
-
-COUNT_AHEAD = pytest.StashKey["CountAhead"]()
+from ...findings import Report
+from ...guard_options import GuardOptions
+from ...step_cost import counts_when_timed
+from ...suite.targets.base import CallContext, Target
 
 Options = Callable[[pytest.Item, Target], GuardOptions]  # a step-metrics test's GuardOptions, as its fixture makes
 Built = Callable[[Target], Any]  # the target's pipeline if this process has built it, else None (never builds)
@@ -45,11 +43,6 @@ def own_fixtures_only(item: pytest.Item) -> bool:
             if not module.startswith(OWN_FIXTURE_MODULES):
                 return False
     return True
-
-
-def metrics_steps(ctx: CallContext) -> int:
-    """Steps of a step-metrics call in this run (its fixture measures the same)."""
-    return max(ctx.steps, 3)
 
 
 class CountAhead:
@@ -75,9 +68,9 @@ class CountAhead:
             options = self._options(item, target)
             if counts_when_timed(options.backend):
                 continue
-            from ..suite.measure import count_ops  # imports torch: the plugin's import must not
+            from ...suite.measure import count_ops, metrics_steps  # imports torch: the plugin's import must not
 
-            steps = metrics_steps(self._ctx)
+            steps = metrics_steps(self._ctx.steps)
             call_kwargs = target.kwargs_by_steps(pipe, self._ctx)
             report = count_ops(pipe, call_kwargs, options, steps=steps, test_id=item.nodeid, target=target.name)
             self._counted[item.nodeid] = (options, steps, report)

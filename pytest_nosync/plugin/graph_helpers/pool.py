@@ -28,8 +28,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
-from ..findings import Report
-from ..guard_options import GuardOptions
+from ...findings import Report
+from ...guard_options import GuardOptions
 
 MAX_AUTO = 3  # helpers `auto` starts at most (see auto_count)
 
@@ -86,7 +86,7 @@ def receive(stream: IO[bytes]) -> Any:
 
 
 def helper_command() -> list[str]:
-    return [sys.executable, "-m", "pytest_nosync.suite.graph_helper_main"]
+    return [sys.executable, "-m", "pytest_nosync.plugin.graph_helpers.helper"]
 
 
 def diffusers_file() -> str:

@@ -1,4 +1,4 @@
-"""A graph helper process (see suite.graph_helpers): `python -m pytest_nosync.suite.graph_helper_main`.
+"""A graph helper process (see plugin.graph_helpers): `python -m pytest_nosync.plugin.graph_helpers.helper`.
 
 It answers on its stdout, which it keeps for the messages alone (stray prints go to its stderr): first the file of
 the diffusers it imported, then one Outcome per GraphJob read from stdin, until a None.
@@ -12,16 +12,16 @@ import time
 import traceback
 from typing import Any
 
-from .graph_helpers import GraphJob, Outcome, diffusers_file, receive, send
+from .pool import GraphJob, Outcome, diffusers_file, receive, send
 
 
 def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Any]) -> Outcome:
-    """The job's check, as the suite's test runs it in its own process (plugin.fixtures.nosync_check)."""
+    """The job's check, as the suite's test runs it in its own process (plugin.suite_run.SuiteRun.check)."""
     import torch
 
-    from .checks import run_check
-    from .targets.base import CallContext
-    from .targets.registry import TARGETS, TargetUnavailable, build_pipeline
+    from ...suite.checks import run_check
+    from ...suite.targets.base import CallContext
+    from ...suite.targets.registry import TARGETS, TargetUnavailable, build_pipeline
 
     start = time.perf_counter()
     target = TARGETS[job.target]

@@ -1,0 +1,47 @@
+"""What the `nosync` fixture gives a test: guards whose checks and policy come from the test's `nosync` marker and
+the command line, and the reports they attach to the test. Without --nosync there is no session: the guards are
+disarmed and the block runs as plain code."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..findings import Report
+from ..guard_options import GuardOptions, split_options
+
+if TYPE_CHECKING:
+    from ..guard import Guard
+    from .session import NosyncSession
+
+
+class NosyncFixture:
+    def __init__(self, item: pytest.Item, session: NosyncSession | None) -> None:
+        self.item = item
+        self._session = session
+
+    @property
+    def enabled(self) -> bool:
+        return self._session is not None
+
+    def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
+        """A guard for one block; its report is attached to the test when the block exits. `overrides`: GuardOptions
+        fields, and the Guard's own arguments."""
+        from ..guard import Guard
+
+        fields, rest = split_options(overrides)
+        if self._session is None:
+            return Guard(pipeline, replace(GuardOptions(), **fields), test_id=self.item.nodeid, enabled=False, **rest)
+        options = replace(self._session.guard_options(self.item), **fields)
+        return Guard(pipeline, options, test_id=self.item.nodeid, on_finish=self.add_report, **rest)
+
+    def add_report(self, report: Report) -> None:
+        """Attach a report to the test (a failing one fails it); without --nosync reports are dropped."""
+        if self._session is not None:
+            self._session.add_report(self.item, report)
+
+    @property
+    def reports(self) -> list[Report]:
+        return self._session.reports_of(self.item) if self._session is not None else []

@@ -1,0 +1,162 @@
+"""The suite's part of a checking run: the selected targets, where and how their pipelines are called, the pipelines
+built once per run, and what the suite's fixtures do (a check, the step metrics). Owned by the NosyncSession (its
+`suite`); the graph helpers, when the run has them, are asked here for the graph checks they traced."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..findings import Report
+from ..suite.targets.base import CallContext, Target
+from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
+
+if TYPE_CHECKING:
+    import torch
+
+    from .graph_helpers import GraphHelperRun
+    from .session import NosyncSession
+
+
+class SuiteRun:
+    def __init__(self, session: NosyncSession) -> None:
+        self.session = session
+        self.helpers: GraphHelperRun | None = None  # set when the run hands graph checks to helper processes
+        self._pipelines: dict[tuple, Any] = {}
+
+    @property
+    def settings(self) -> Any:
+        return self.session.settings
+
+    # ---- targets -------------------------------------------------------------------------------------------------
+    def selected(self) -> list[Target]:
+        """The targets --nosync-targets selects (all by default), validated at configure time."""
+        from ..suite.targets.registry import TARGETS, lookup
+
+        return lookup(self.settings.targets) if self.settings.targets else list(TARGETS.values())
+
+    def generate_target_params(self, metafunc: pytest.Metafunc) -> None:
+        """A test that takes `nosync_target` without parametrizing it runs once per selected built-in target."""
+        if any(m.args and m.args[0] == "nosync_target" for m in metafunc.definition.iter_markers("parametrize")):
+            return  # the test parametrizes its own targets
+        metafunc.parametrize(
+            "nosync_target",
+            [pytest.param(t, id=t.name, marks=pytest.mark.xdist_group(t.name)) for t in self.selected()],
+            indirect=True,
+        )
+
+    def target(self, request: pytest.FixtureRequest) -> Target:
+        """The Target of a test: a built-in one by name, or the test's own Target object. A target this diffusers
+        lacks the classes of is skipped, and counted in the summary."""
+        from ..suite.targets.registry import UnknownTarget, lookup, missing_classes
+
+        target = getattr(request, "param", None)
+        if isinstance(target, str):
+            try:
+                (target,) = lookup([target])
+            except UnknownTarget as exc:
+                raise pytest.UsageError(str(exc)) from None
+            if self.settings.targets and target.name not in self.settings.targets:
+                pytest.skip(f"target {target.name} is not selected by --nosync-targets")
+        if not isinstance(target, Target):
+            raise pytest.UsageError("nosync_target needs a parameter: a target name or a pytest_nosync Target")
+        missing = missing_classes(target)
+        if missing:
+            import diffusers
+
+            pytest.skip(
+                f"target {target.name}: diffusers {diffusers.__version__} has no {', '.join(missing)} "
+                "(needs a newer diffusers)"
+            )
+        return target
+
+    # ---- pipelines -----------------------------------------------------------------------------------------------
+    @cached_property
+    def call_context(self) -> CallContext:
+        """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
+        import torch
+
+        from .. import devices
+
+        settings = self.settings
+        device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
+        dtype = getattr(torch, settings.dtype) if settings.dtype else None
+        if dtype is None:
+            dtype = torch.bfloat16 if settings.backend == "cuda" else torch.float32
+        return CallContext(device=device, dtype=dtype, steps=settings.steps)
+
+    def _key(self, target: Target, device: torch.device, dtype: torch.dtype) -> tuple:
+        checkpoint = self.settings.checkpoint.get(target.name)
+        return (target.name, id(target), str(device), str(dtype), checkpoint)
+
+    def built(self, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
+        """The target's pipeline if a test of this run has built it, else None (builds nothing)."""
+        return self._pipelines.get(self._key(target, device, dtype))
+
+    def pipeline(self, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
+        """The target's pipeline on `device` in `dtype`, built once per run. A checkpoint asked for that does not load
+        fails the test; a target the installed diffusers cannot build is skipped, and counted in the summary."""
+        from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
+
+        key = self._key(target, device, dtype)
+        if key not in self._pipelines:
+            try:
+                self._pipelines[key] = build_pipeline(target, device, dtype, checkpoint=key[-1])
+            except TargetUnavailable as exc:
+                pytest.skip(str(exc))
+            except CheckpointError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        return self._pipelines[key]
+
+    def pipeline_for(self, item: pytest.Item, target: Target) -> Any:
+        return self.pipeline(target, self.call_context.device, self.call_context.dtype)
+
+    # ---- what the suite's fixtures do ----------------------------------------------------------------------------
+    def check(self, item: pytest.Item, target: Target, pipe: Any, check: str) -> Report:
+        """One of the suite's checks on the target's pipeline; a graph check a helper traced is its report."""
+        from .. import devices
+        from ..suite.checks import run_check
+
+        if check == "graph_breaks" and self.helpers is not None:
+            traced = self.helpers.outcome(item)
+            if traced is not None and traced.report is not None:
+                return traced.report
+            if traced is not None and traced.skipped:
+                pytest.skip(traced.skipped)
+            # no helper has it, or its helper failed (the summary says why): traced here
+        ctx = self.call_context
+        device = devices.for_checks(ctx.device, (check,))
+        if device != ctx.device:
+            pipe = self.pipeline(target, device, ctx.dtype)
+        call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
+        options = self.session.guard_options(item, check, target.name, denoiser=target.denoiser)
+        return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid, target=target.name)
+
+    def step_metrics(self, item: pytest.Item, target: Target, pipe: Any, benchmark: Any) -> Report:
+        """The target's step metrics, timed through pytest-benchmark's `benchmark` fixture and judged against the
+        run loaded by --benchmark-compare (plugin.benchmark)."""
+        from ..step_cost import default_rounds, identify_sites
+        from ..suite.measure import loop_place, measure, metrics_steps
+
+        ctx, config = self.call_context, self.session.config
+        options = self.session.guard_options(item, "step_metrics", target.name, denoiser=target.denoiser)
+        steps = metrics_steps(ctx.steps)
+        counted = self.helpers.counted(item.nodeid, options, steps) if self.helpers is not None else None
+        report = measure(
+            pipe, target.kwargs_by_steps(pipe, ctx), options, steps=steps,
+            rounds=self.settings.metrics_rounds or default_rounds(options.backend), repeat=benchmark_repeat(benchmark),
+            counted=counted, test_id=item.nodeid, target=target.name,
+        )  # fmt: skip
+        if "step_metrics" in report.metrics:
+            if saving(config):
+                identify_sites(report.metrics["step_metrics"])
+            benchmark.extra_info[EXTRA_KEY] = report.metrics["step_metrics"]
+        return judge_step_metrics(report, config, self.settings, options, item.name, loop_place(pipe))
+
+    def kwargs_for(self, target: Target) -> Callable[[Any], Callable[[int], dict[str, Any]]]:
+        """The call kwargs by steps of `target` on a pipeline, in this run's call context."""
+        return lambda pipe: target.kwargs_by_steps(pipe, self.call_context)
