@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from .checks import Placement, placement
-from .guard_options import BACKENDS
+from .findings import BACKENDS
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
 

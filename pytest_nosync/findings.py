@@ -70,6 +70,8 @@ class Mode(_Named):
     ERROR = "error"  # raise at the first one, on the offending line (for --pdb)
 
 
+BACKENDS = ("auto", "cuda", "emulate")  # where syncs are detected; auto: cuda when a GPU is visible, else emulate
+
 # The region the guard opens around each call of the denoiser (the transformer's forward).
 DENOISER_REGION = "transformer_forward"
 

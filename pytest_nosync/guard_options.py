@@ -16,7 +16,6 @@ from .policy import AllowEntry, KnownMatcher, Policy, parse_allow
 from .profiling.config import TraceBudgets, TraceConfig
 
 MODES = tuple(Mode)
-BACKENDS = ("auto", "cuda", "emulate")  # "auto": cuda when a GPU is visible, else emulate (devices.resolve)
 
 
 @dataclass(frozen=True)

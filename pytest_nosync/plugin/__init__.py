@@ -94,7 +94,11 @@ class NotRun:
 
     @pytest.hookimpl(trylast=True)  # after the session's section
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
-        if not self.skipped or hasattr(config, "workerinput"):  # an xdist worker's results reach its controller
+        if not self.skipped:
+            return
+        from .xdist import Role, role
+
+        if role(config) is Role.WORKER:  # a worker's results reach its controller, which says it
             return
         total = sum(len(ids) for ids in self.skipped.values())
         terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)

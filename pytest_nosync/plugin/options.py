@@ -15,13 +15,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..checks import CHECKS, UnknownCheck, lookup
-from ..guard_options import BACKENDS, MODES, GuardOptions
-from ..policy import parse_allow
+from ..findings import BACKENDS, Mode
 from ..profiling.config import (
     DEFAULT_DIR,
     TRACE_MODES,
@@ -32,7 +31,13 @@ from ..profiling.config import (
     parse_schedule,
 )
 from ..profiling.config import NAMES as BUDGET_NAMES
-from ..step_cost import Tolerance, parse_tolerances
+
+if TYPE_CHECKING:
+    from ..guard_options import GuardOptions
+    from ..step_cost import Tolerance
+
+# What this module imports is all the plugin loads in a run without --nosync (the table registers the options and
+# the marker's help): light modules only. A parser that needs more imports it when it parses.
 
 MISSING: Any = object()
 
@@ -88,6 +93,7 @@ def check_names(raw: Any) -> tuple[str, ...]:
 
 
 def allow_list(raw: Any) -> tuple:
+    from ..policy import parse_allow
 
     if isinstance(raw, (str, dict)) or not isinstance(raw, (tuple, list)):
         raise ValueError(f"must be a list of (pattern, reason) pairs, got {raw!r}")
@@ -139,6 +145,7 @@ def checkpoints(raw: Any) -> dict[str, str]:
 
 
 def tolerances(raw: Any) -> dict[str, Tolerance]:
+    from ..step_cost import parse_tolerances
 
     return parse_tolerances([raw] if isinstance(raw, str) else list(raw))
 
@@ -187,7 +194,7 @@ TABLE: tuple[Option, ...] = (
            key="nosync"),
     # ---- per test: GuardOptions fields ------------------------------------------------------------------------
     Option("mode", "warn: collect every sync and fail once with all of them (default); error: fail fast at the first "
-           "sync inside a step (the raise lands on the offending line, for --pdb)", choice(*MODES), marker=True,
+           "sync inside a step (the raise lands on the offending line, for --pdb)", choice(*Mode), marker=True,
            guard=True),
     Option("checks", f"checks of a marked test (one or more of {', '.join(CHECKS)})", check_names, flag=None, ini=False,
            marker=True, guard=True),
@@ -407,6 +414,8 @@ def resolve(settings: Settings, marker: Mapping[str, Any], **fixed: Any) -> Guar
             values[row.name] = mark
         elif ini is not MISSING:
             values[row.name] = ini
+    from ..guard_options import GuardOptions
+
     return GuardOptions(**{**values, **fixed})
 
 

@@ -251,3 +251,39 @@ def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -
     checking = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--nosync", "--nosync-backend=emulate")
     checking.assert_outcomes(failed=1)  # the assertion can fail: a checking run imports torch
     checking.stdout.fnmatch_lines(["*AssertionError: imported*"])
+
+
+# Without --nosync the plugin loads what registers its options and markers and validates the markers, nothing else.
+OFF_MODULES = {
+    "pytest_nosync",
+    "pytest_nosync.plugin",
+    "pytest_nosync.plugin.options",
+    "pytest_nosync.checks",
+    "pytest_nosync.findings",
+    "pytest_nosync.profiling",
+    "pytest_nosync.profiling.config",
+    "pytest_nosync.policy",  # parses the marker's allow-list
+}
+
+
+def test_a_run_without_nosync_loads_only_the_option_table(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import json, sys
+
+        import pytest
+
+        @pytest.mark.nosync(checks=["syncs"], allow=[("x.py:1", "a reason")])
+        def test_plain():
+            loaded = sorted(m for m in sys.modules if m.startswith("pytest_nosync"))
+            print("LOADED=" + json.dumps(loaded))
+        """
+    )
+
+    def loaded(*args: str) -> set[str]:
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", *args)
+        line = next(line for line in result.outlines if "LOADED=" in line)
+        return set(json.loads(line.split("LOADED=", 1)[1]))
+
+    assert loaded() == OFF_MODULES
+    assert loaded("--nosync", "--nosync-backend=emulate") > OFF_MODULES | {"pytest_nosync.plugin.session"}
