@@ -203,7 +203,7 @@ def executing_expression(
 
 def _expression_at(code: types.CodeType, lasti: int, lineno: int) -> tuple[str, str]:
     """Looked up once per instruction: finding an instruction's position walks the code object's position table (a
-    pipeline's `__call__` has thousands of entries: ~0.35 ms a sync on an H200)."""
+    pipeline's `__call__` has thousands of entries)."""
     line = linecache.getline(code.co_filename, lineno)
     positions = getattr(code, "co_positions", None)
     if positions is None:

@@ -114,8 +114,8 @@ class CollectorFrees:
 
     def in_use(self) -> int:
         """Device memory in use now with what the collector freed counted back, read consistently: reading CUDA's
-        counter builds a dict in Python, which can start a collection after the counter was read (seen on an H200:
-        a young reference cycle freed there was counted twice)."""
+        counter builds a dict in Python, which can start a collection after the counter was read (a young reference
+        cycle freed there would be counted twice)."""
         while True:
             freed = self.freed
             allocated = allocated_bytes(self.backend)
@@ -141,8 +141,8 @@ def allocations(backend: str) -> int:
 
 def _cuda_stat(name: str, field: str) -> int:
     """One counter of CUDA's caching allocator (all pools) on the current device. Read from the nested stats:
-    `torch.cuda.memory_stats()`, behind `memory_allocated()` too, flattens and sorts hundreds of entries in Python
-    (~0.13 ms a read on an H200, read twice by every guarded block)."""
+    `torch.cuda.memory_stats()`, behind `memory_allocated()` too, flattens and sorts hundreds of entries in Python,
+    and every guarded block reads twice."""
     return int(torch.cuda.memory_stats_as_nested_dict().get(name, {}).get("all", {}).get(field, 0))
 
 

@@ -56,12 +56,10 @@ class Tolerance:
         return f"{self.relative * 100:g}%{floor}"
 
 
-# Per backend, chosen from the run-to-run spread of the suite's metrics: ten fresh runs of the same commit on an H100
-# and on a 2-core CPU (docs/validation.md, benchmarks/step_metrics_spread.py). Device ops and peak memory did not vary
-# at all; host ms under emulation, measured in one call that also counts ops (DEFAULT_ROUNDS), varied by up to 2.8x
-# (qwenimage_edit 2.5 → 6.9 ms, +4.4 ms) and +78% at 9 ms (wan), its ops being Python. On the H100 host ms varied by
-# up to +64% and device ms by up to +89% (+10.7 ms): the tiny pipelines' steps are launch-bound, so their device time
-# follows the host's. A time gate catches gross regressions; the exact gate is the op count.
+# Per backend, chosen from the run-to-run spread of the suite's metrics (benchmarks/step_metrics_spread.py; the
+# figures are in docs/validation.md): device ops and peak memory do not vary between runs, times vary by up to a few
+# times on the tiny pipelines, whose steps are launch-bound. A time gate catches gross regressions; the exact gate is
+# the op count.
 DEFAULT_TOLERANCES: dict[str, dict[str, Tolerance]] = {
     "cuda": {"host_ms": Tolerance(1.0, 0.5), "device_ms": Tolerance(1.0, 2.0), "peak_memory": Tolerance(0.0)},
     "emulate": {"host_ms": Tolerance(1.0, 6.0), "device_ms": Tolerance(0.25, 0.1), "peak_memory": Tolerance(0.0)},
@@ -71,7 +69,7 @@ _TOLERANCE = re.compile(r"^(\d+(?:\.\d+)?)%(?:\+(\d+(?:\.\d+)?))?$")
 
 # Timed calls per test_step_metrics. On a GPU the timed calls are cheap beside the counting call and times are the
 # noisy part; under emulation every op already runs through Python, ops and peak memory are exact and host ms is a
-# coarse gate (100% + 6 ms), so one call that times and counts is enough (the suite's cost: docs/validation.md).
+# coarse gate (100% + 6 ms), so one call that times and counts is enough.
 DEFAULT_ROUNDS = {"cuda": 3, "emulate": 1}
 
 

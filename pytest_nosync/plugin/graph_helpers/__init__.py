@@ -7,8 +7,8 @@ calls made while waiting (count_ahead).
 
 Why it exists beside pytest-xdist: tracing a denoiser with dynamo is host work of seconds per target and most of the
 suite's time, while the other checks keep one core busy and the GPU nearly idle. On one GPU an xdist worker per
-core pays the imports, CUDA's start and dynamo's first-use cost again for its first target (about 15 s on an H100),
-so workers sharing the GPU did not beat one process with helpers (docs/validation.md, "Graph helpers or xdist").
+core pays the imports, CUDA's start and dynamo's first-use cost again for its first target, so workers sharing the
+GPU did not beat one process with helpers (the measurements: docs/validation.md, "Graph helpers or xdist").
 xdist stays the engine across GPUs and for the census of many pipelines; under it there are no helpers.
 
 A helper is a fresh interpreter on this process's sys.path: it runs the code that is installed, not what a conftest

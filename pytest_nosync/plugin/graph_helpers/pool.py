@@ -60,8 +60,7 @@ class Outcome:
 def auto_count(jobs: int, cpus: int | None) -> int:
     """Helpers for `auto`: none for a single graph check (a helper's start-up would cost more than it overlaps), else
     one per four cores, at most MAX_AUTO (the other checks need the rest). None below four cores: there a helper
-    takes the core the run's own torch threads use, and pays the imports and builds again (the emulated suite on two
-    cores took 22.8 s with one helper and 21.3 s without, once tracing stopped being the longest part)."""
+    takes the core the run's own torch threads use, and pays the imports and builds again: slower, not faster."""
     if jobs < 2:
         return 0
     return min(MAX_AUTO, jobs, (cpus or 1) // 4)
