@@ -1,5 +1,5 @@
-"""`python -m pytest_nosync profile|diagnose|compare|baseline`: profile one call of a target pipeline, diagnose a
-trace file, compare two runs' reports, migrate a known-issues baseline.
+"""`python -m pytest_nosync profile|diagnose|compare|baseline|options`: profile one call of a target pipeline,
+diagnose a trace file, compare two runs' reports, migrate a known-issues baseline, print the options' reference.
 
     python -m pytest_nosync profile --target wan --mode compile --steps 2 --device cuda --out wan.json
     python -m pytest_nosync diagnose wan.json
@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     c = commands.add_parser("compare", help="compare two --nosync-report files (e.g. a GPU run and an emulated one)")
     c.add_argument("reference", help="the reference run's report (e.g. the GPU's)")
     c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
+    commands.add_parser("options", help="the reference of every option, marker argument and ini key (Markdown)")
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
         "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
@@ -101,6 +102,11 @@ def main(
         return 1 if result.only_other or result.failed_only_other else 0
     if args.command == "baseline":
         return migrate_baseline(args.file, args.out, parser)
+    if args.command == "options":
+        from .plugin.options import reference_markdown
+
+        print(reference_markdown(), end="")
+        return 0
     if args.command == "diagnose":
         diagnosis = diagnose(Trace.load(args.trace))
         print(render_diagnosis(diagnosis))

@@ -12,7 +12,7 @@ the emulate backend the plugin installs this mapping for the session (`install`,
   stream, current_stream, memory_allocated, max_memory_allocated, reset_peak_memory_stats, empty_cache, ...
 
 Code that branches on `tensor.is_cuda` or `device.type == "cuda"` still sees the emulated device's own type, and
-`torch.set_default_device("cuda")` is not mapped (README, "CPU emulation").
+`torch.set_default_device("cuda")` is not mapped (docs/emulation.md).
 """
 
 from __future__ import annotations

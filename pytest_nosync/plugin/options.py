@@ -251,8 +251,8 @@ TABLE: tuple[Option, ...] = (
            "cudaProfilerStart/Stop around the measured steps, and no torch.profiler", flag, "bool"),
     Option("metrics_tolerance", "NAME=PCT%[+FLOOR]: how far test_step_metrics' times and memory may exceed the run "
            "given to --benchmark-compare before the test fails (host_ms, device_ms, peak_memory; FLOOR in ms or "
-           "bytes; defaults per backend, see the README); device ops are compared exactly; repeatable", tolerances,
-           "list"),
+           "bytes; defaults per backend, see docs/step-metrics.md); device ops are compared exactly; repeatable",
+           tolerances, "list"),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
            "median; default 3 on a GPU, 1 under emulation)", whole_number(1)),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
@@ -432,3 +432,62 @@ def given_flags(config: pytest.Config) -> list[str]:
         for row in TABLE
         if row.cli is not None and row.name != "enabled" and config.getoption(row.ini_key, default=None) is not None
     ]
+
+
+# ---- the reference page (docs/options.md, held to this table by a test) ----------------------------------------
+_TRACE_DEFAULTS = {"trace": "on-failure", "trace_gzip": "off", "trace_shapes": "off", "trace_memory": "off",
+                   "trace_stack": "off", "trace_flops": "off", "trace_schedule": "every step",
+                   "nsys": "off"}  # fmt: skip
+
+
+def _default(row: Option) -> str:
+    from ..guard_options import GuardOptions
+
+    owner = GuardOptions if row.guard else Settings
+    found = {f.name: f for f in fields(owner)}.get(row.name)
+    if found is None:
+        return _TRACE_DEFAULTS.get(row.name, "—")
+    value = found.default_factory() if callable(found.default_factory) else found.default  # type: ignore[misc]
+    if value is None or value in ((), {}):
+        return "—"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ", ".join(map(str, value))
+    return str(value) if not hasattr(value, "any") else "—"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def reference_markdown() -> str:
+    """docs/options.md: every option, its ini key, marker argument and default, from TABLE."""
+    lines = [
+        "# Options",
+        "",
+        "Generated from the option table (`pytest_nosync/plugin/options.py`) by",
+        "`python -m pytest_nosync options > docs/options.md`; a test holds this page to the table. Most options are",
+        "also ini keys (`[tool.pytest.ini_options]` in pyproject.toml). Nothing here does anything without `--nosync`",
+        "(or `nosync = true`), and giving an option without it is a usage error. Give path values with `=`",
+        "(`--nosync-report=out.json`): pytest takes an existing path after a space for a test path.",
+        "",
+        "## Per test",
+        "",
+        "Resolved for each test: the command line wins, then the test's `nosync` marker, then the ini file, then the",
+        "default.",
+        "",
+        "| option | ini key | marker argument | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in (r for r in TABLE if r.guard):
+        flag = f"`{row.cli}`" if row.cli else "—"
+        ini = f"`{row.ini_key}`" if row.ini else "—"
+        marker = f"`{row.name}=`" if row.marker else "—"
+        lines.append(f"| {flag} | {ini} | {marker} | {_cell(_default(row))} | {_cell(row.help)} |")
+    lines += ["", "## The run", "", "| option | ini key | default | meaning |", "| --- | --- | --- | --- |"]
+    for row in (r for r in TABLE if not r.guard):
+        flag = f"`{row.cli}`" + (" (repeatable)" if row.kind == "list" else "") if row.cli else "—"
+        ini = f"`{row.ini_key}`" if row.ini else "—"
+        lines.append(f"| {flag} | {ini} | {_cell(_default(row))} | {_cell(row.help)} |")
+    return "\n".join(lines) + "\n"
