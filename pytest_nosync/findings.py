@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 SCHEMA_VERSION = 1
 
@@ -21,6 +21,7 @@ class _Named(str, Enum):
         return str(self.value)
 
     __format__ = str.__format__
+    __hash__ = str.__hash__  # Enum's is a Python call, and findings are hashed by kind and phase when merged
 
 
 class Kind(_Named):
@@ -76,10 +77,9 @@ BACKENDS = ("auto", "cuda", "emulate")  # where syncs are detected; auto: cuda w
 DENOISER_REGION = "transformer_forward"
 
 
-@dataclass(frozen=True, order=True)
-class Location:
+class Location(NamedTuple):
     """A place in source, `file:line`, parsed once. `line` None: a place without a line (a label such as an
-    allocation no frame could be named for)."""
+    allocation no frame could be named for). A tuple: hashed and compared in C (findings are merged by place)."""
 
     file: str
     line: int | None = None
@@ -148,10 +148,15 @@ class Finding:
     known: KnownMatch | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", Kind(self.kind))
-        object.__setattr__(self, "where", Location.parse(self.where))
-        object.__setattr__(self, "phase", Phase(self.phase))
-        object.__setattr__(self, "status", Status(self.status))
+        # Typed values pass untouched: a finding is made and replaced several times for every sync recorded.
+        if type(self.kind) is not Kind:
+            object.__setattr__(self, "kind", Kind(self.kind))
+        if type(self.where) is not Location:
+            object.__setattr__(self, "where", Location.parse(self.where))
+        if type(self.phase) is not Phase:
+            object.__setattr__(self, "phase", Phase(self.phase))
+        if type(self.status) is not Status:
+            object.__setattr__(self, "status", Status(self.status))
 
     @property
     def key(self) -> tuple:

@@ -11,6 +11,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from .findings import Kind
+
 
 @dataclass(frozen=True)
 class Pattern:
@@ -21,7 +23,7 @@ class Pattern:
 
 
 def _p(name: str, regex: str, kind: str, hint: str) -> Pattern:
-    return Pattern(name, re.compile(regex), kind, hint)
+    return Pattern(name, re.compile(regex), Kind(kind), hint)
 
 
 # First match wins: specific patterns before general ones.
@@ -111,12 +113,12 @@ class SyncDiagnosis:
 
 
 @functools.lru_cache(maxsize=1024)  # a sync site repeats every step
-def diagnose(expression: str, opname: str = "", default_kind: str = "dtoh_sync") -> SyncDiagnosis:
+def diagnose(expression: str, opname: str = "", default_kind: Kind = Kind.DTOH_SYNC) -> SyncDiagnosis:
     """Classify the expression that was executing when a sync happened."""
     if opname.startswith(_CONDITION_OPS):
-        return SyncDiagnosis("condition", "dtoh_sync", CONDITION_HINT)
+        return SyncDiagnosis("condition", Kind.DTOH_SYNC, CONDITION_HINT)
     if opname in ("BINARY_SUBSCR", "BINARY_OP") and "[" in expression and "synchronize" not in expression:
-        return SyncDiagnosis("mask_index", "dtoh_sync", MASK_INDEX_HINT)
+        return SyncDiagnosis("mask_index", Kind.DTOH_SYNC, MASK_INDEX_HINT)
     for pattern in PATTERNS:
         if pattern.regex.search(expression):
             return SyncDiagnosis(pattern.name, pattern.kind, pattern.hint)

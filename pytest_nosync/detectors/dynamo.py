@@ -17,7 +17,7 @@ import torch
 
 from .. import attribution
 from ..emulation import cuda_map
-from ..findings import DENOISER_REGION, Finding, Frame, Phase, Report
+from ..findings import DENOISER_REGION, Finding, Frame, Kind, Phase, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import CannotCheck, Detector, StepContext
@@ -99,7 +99,7 @@ class DynamoDetector(Detector):
             where, stack = attribution.attribute(frames)
             out.append(
                 Finding(
-                    kind="graph_break",
+                    kind=Kind.GRAPH_BREAK,
                     where=where,
                     stack=stack,
                     step=step or 0,
@@ -123,7 +123,7 @@ class DynamoDetector(Detector):
             frames.append(Frame(header["file"], int(header["line"]), header["func"]))
         guard_failure = _GUARD.search(message)
         self.ctx.record(
-            "recompile",
+            Kind.RECOMPILE,
             frames,
             hint=RECOMPILE_HINT,
             detail=f"recompile: {guard_failure['guard'] if guard_failure else 'guard failure'}",

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from .. import attribution, hints
+from ..findings import Kind
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import Detector, StepContext
@@ -54,7 +55,7 @@ class ExplicitSyncDetector(Detector):
             frame = attribution.caller_frame()
             expression, _ = attribution.executing_expression(frame)
             ctx.record(
-                "device_sync",
+                Kind.DEVICE_SYNC,
                 attribution.frames_from(frame),
                 hint=hints.hint_for("synchronize"),
                 detail=expression or "synchronize()",

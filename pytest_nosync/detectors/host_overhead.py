@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .. import attribution
-from ..findings import Finding, Phase, Report
+from ..findings import Finding, Kind, Phase, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
 from .base import Detector, StepContext
@@ -77,7 +77,7 @@ class HostOverheadDetector(Detector):
                 # consumed the walk: most walks are short (a `next(iter(m.parameters()))`) and cost no stack.
                 tree = f" of {self.tree_size}" if self.tree_size else ""
                 ctx.record(
-                    "host_overhead",
+                    Kind.HOST_OVERHEAD,
                     attribution.raw_frames(caller, limit=24),
                     hint=HINT,
                     detail=f"walks {visited}{tree} modules ({type(root).__name__}.named_modules)",

@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from .. import attribution, devices
-from ..findings import Finding, Frame, Location, Phase, Report
+from ..findings import Finding, Frame, Kind, Location, Phase, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
@@ -217,7 +217,7 @@ class MemoryDetector(Detector):
     def _finding(self, where: str, stack: tuple[Frame, ...], detail: str, data: dict[str, Any]) -> Finding:
         judged = self.judged_steps()
         return Finding(
-            kind="alloc_growth",
+            kind=Kind.ALLOC_GROWTH,
             where=where,
             stack=stack,
             step=judged[-1],

@@ -15,10 +15,11 @@ from typing import Any
 
 import torch
 
+from ..findings import Kind
 from .identity import DEVICE_TYPE
 
-DTOH = "dtoh_sync"
-HTOD = "htod_sync"
+DTOH = Kind.DTOH_SYNC
+HTOD = Kind.HTOD_SYNC
 
 
 @dataclass(frozen=True)
