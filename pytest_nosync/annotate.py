@@ -1,13 +1,27 @@
-"""Named regions on a pipeline, without editing its source; all removed again on detach.
+"""Named regions and step boundaries on a pipeline, without editing its source; all removed again on detach.
 
-transformer_forward (forward hooks on the denoiser; its first call in a step opens the step),
-scheduler_step, vae_decode, vae_encode and encode_prompt (method wrappers on the classes, so a scheduler
-that the pipeline deep-copies, like LTX2's audio scheduler, stays correct).
+Regions: transformer_forward (forward hooks on the denoiser), scheduler_step, vae_decode, vae_encode and
+encode_prompt (method wrappers on the classes, so a scheduler that the pipeline deep-copies, like LTX2's audio
+scheduler, stays correct).
+
+Steps, without per-pipeline code (diffusers pipelines share the shape of their denoising loop):
+  - the loop begins where the pipeline enters its progress bar (`with self.progress_bar(total=...)`, or iterates
+    `self.progress_bar(timesteps)`), right before the first iteration: step 0 opens there, so the first iteration's
+    work before the denoiser runs is step 0's, as every later iteration's is its step's;
+  - a step opens at the denoiser's first call in it (the steps after the first);
+  - a step closes when the pipeline's own scheduler returns from `step()` (the latents are updated), or at the
+    pipeline's `callback_on_step_end` when the caller passes the guard's; iterating the progress bar closes each
+    iteration's step at the next one;
+  - the loop ends when the progress bar does: what follows (decoding) is after the steps.
+`LoopWatch` finds the pipeline itself: the first pipeline whose loop begins inside the guard (a marked test body
+that builds or moves its pipeline before calling it).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .findings import DENOISER_REGION
@@ -53,19 +67,99 @@ class PipelineAnnotations:
             if owner is None or not callable(getattr(owner, method, None)):
                 continue
             cls = type(owner)
-            self._patches.setattr(cls, method, _in_region(getattr(cls, method), self.guard, region))
+            ends_step = (attr, method) == ("scheduler", "step")
+            wrapped = _in_region(getattr(cls, method), self.guard, region, self.pipeline if ends_step else None)
+            self._patches.setattr(cls, method, wrapped)
+        if callable(getattr(type(self.pipeline), "progress_bar", None)):
+            cls = type(self.pipeline)
+            self._patches.setattr(cls, "progress_bar", _loop_anchored(cls.progress_bar, self.guard, self.pipeline))
 
     def detach(self) -> None:
         self._patches.undo()
 
 
-def _in_region(method: Any, guard: Guard, region: str) -> Any:
+class LoopWatch:
+    """Until a pipeline is attached, the first diffusers pipeline whose loop begins inside the guard is attached to
+    it (diffusers' pipeline base class is patched only if diffusers is already imported: a guard imports nothing)."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self._patches = Patches()
+
+    def attach(self) -> None:
+        utils = sys.modules.get("diffusers.pipelines.pipeline_utils")
+        base = getattr(utils, "DiffusionPipeline", None)
+        if base is None or not callable(getattr(base, "progress_bar", None)):
+            return
+        original = base.progress_bar
+        guard = self.guard
+
+        @functools.wraps(original)
+        def progress_bar(pipeline: Any, *args: Any, **kwargs: Any) -> Any:
+            bar = original(pipeline, *args, **kwargs)
+            if guard.pipeline is None and guard.adopt(pipeline):
+                return _LoopBar(bar, guard)  # its own progress bar anchors later loops (PipelineAnnotations)
+            return bar
+
+        self._patches.setattr(base, "progress_bar", progress_bar)
+
+    def detach(self) -> None:
+        self._patches.undo()
+
+
+def _in_region(method: Any, guard: Guard, region: str, ends_step_of: Any = None) -> Any:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         guard.enter_region(region)
         try:
-            return method(*args, **kwargs)
+            result = method(*args, **kwargs)
         finally:
             guard.exit_region(region)
+        owner = getattr(ends_step_of, "scheduler", None)
+        if owner is not None and args and args[0] is owner:  # the pipeline's own scheduler, not a copy of it
+            guard.close_step()
+        return result
 
     return wrapper
+
+
+def _loop_anchored(method: Any, guard: Guard, pipeline: Any) -> Any:
+    @functools.wraps(method)
+    def progress_bar(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bar = method(self, *args, **kwargs)
+        return _LoopBar(bar, guard) if self is pipeline else bar
+
+    return progress_bar
+
+
+class _LoopBar:
+    """The pipeline's progress bar, telling the guard where its denoising loop begins and ends."""
+
+    def __init__(self, bar: Any, guard: Guard) -> None:
+        self._bar = bar
+        self._guard = guard
+
+    def __enter__(self) -> _LoopBar:
+        self._bar.__enter__()
+        self._guard.loop_begins()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return self._bar.__exit__(*exc)
+        finally:
+            if exc[0] is None:  # a raise leaves its step open: the guard records it there (Guard.absorb)
+                self._guard.loop_ends()
+
+    def __iter__(self) -> Iterator[Any]:
+        self._guard.loop_begins()
+        try:
+            for item in self._bar:
+                self._guard.begin_step()
+                yield item
+                self._guard.close_step()
+        finally:
+            self._guard.loop_ends()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bar, name)

@@ -33,6 +33,7 @@ class Check:
     kinds: frozenset[Kind]  # what its findings are (besides `error`, which any check may report)
     under_emulation: Placement = Placement.EMULATED_DEVICE
     dynamo: bool = False  # traces the denoiser with torch._dynamo
+    per_step: bool = False  # measures each step's window (memory, ops, times, walks): it needs real step boundaries
     budget: int = 0  # failing events tolerated by default
     suite: bool = False  # the suite runs it on every target, as test_<name>
 
@@ -56,13 +57,14 @@ CHECKS: dict[str, Check] = dict(
         _check("recompiles", "no recompile of the compiled denoiser between steps", "dynamo", Kind.RECOMPILE,
                under_emulation=Placement.PLAIN_CPU, dynamo=True),
         _check("alloc_growth", "steady-state steps leave no memory behind (the line that allocated it)", "memory",
-               Kind.ALLOC_GROWTH, suite=True),
+               Kind.ALLOC_GROWTH, per_step=True, suite=True),
         _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
-               Kind.HOST_OVERHEAD, suite=True),
+               Kind.HOST_OVERHEAD, per_step=True, suite=True),
         _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
-               "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY),
+               "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY,
+               per_step=True),
         _check("device_ops", "records the aten ops each step runs on the device, by op and source line (a dispatch "
-               "mode: time figures of the same call are not taken)", "step_metrics", Kind.DEVICE_OPS),
+               "mode: time figures of the same call are not taken)", "step_metrics", Kind.DEVICE_OPS, per_step=True),
     )
 )  # fmt: skip
 
@@ -88,6 +90,11 @@ def placement(names: Iterable[str]) -> Placement:
     if checks and all(c.under_emulation is Placement.PLAIN_CPU for c in checks):
         return Placement.PLAIN_CPU
     return Placement.EMULATED_DEVICE
+
+
+def per_step(names: Iterable[str]) -> bool:
+    """Whether any of `names` measures step windows (so its steps cannot be re-drawn once measured)."""
+    return any(c.per_step for c in lookup(names))
 
 
 def needs_sync_backend(names: Iterable[str]) -> bool:

@@ -5,10 +5,15 @@ what they found, and restores every global they changed, also when the block rai
         pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     g.report.passed, g.report.findings
 
-Steps: with a pipeline attached, a step opens at the denoiser's first call and closes at `callback_on_step_end`.
-Without one, use `with g.step(): ...` or `g.end_step()` (then the first step opens when the guard is entered);
-`whole_block=True` makes the whole block one step (the plugin's marker does this). Findings between two steps
-belong to the next step if one opens, and to `after_steps` otherwise (VAE decode, output conversion).
+Steps: with a pipeline attached, the pipeline's denoising loop gives them (annotate: step 0 opens where the loop
+begins, a step closes when the pipeline's scheduler has stepped, the next opens at the denoiser's next call; the loop
+ends with the pipeline's progress bar). Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
+opens when the guard is entered). `whole_block=True` (the plugin's marker): with a pipeline, the block's steps are
+its loop's (what the block does before it is before the steps); without one, the block is one step, until a
+pipeline's loop begins in it: then that pipeline's steps are the block's and what came before them is before the
+steps (only for checks that need no step windows, in "warn" mode and untraced: the others cannot re-draw a step
+they measured). Findings between two steps of a loop belong to the next step, and after the loop (VAE decode,
+output conversion) to `after_steps`.
 
 The guard is the detectors' StepContext (detectors.base): they see it through that protocol only.
 """
@@ -24,10 +29,10 @@ from dataclasses import replace
 from typing import Any
 
 from . import attribution, checks, devices
-from .annotate import PipelineAnnotations
+from .annotate import LoopWatch, PipelineAnnotations
 from .detectors import detectors_for
 from .detectors.base import CannotCheck, Detector
-from .findings import Finding, Frame, Phase, Report, merge
+from .findings import Finding, Frame, Mode, Phase, Report, merge
 from .guard_options import GuardOptions, split_options
 from .policy import judge
 
@@ -64,6 +69,9 @@ class Guard:
         self._step: int | None = None
         self._completed = 0
         self._annotations: PipelineAnnotations | None = None
+        self._watch: LoopWatch | None = None
+        self._loops = 0  # denoising loops begun (annotate): between their steps findings wait for the next one
+        self._in_loop = False
         self._step_started = 0.0
         self._step_ms: dict[int, float] = {}
         self._active = False
@@ -82,6 +90,9 @@ class Guard:
             if self.pipeline is not None:
                 self._annotations = PipelineAnnotations(self.pipeline, self, self.options.denoiser)
                 self._annotations.attach()
+            elif self.whole_block and self._redrawable():
+                self._watch = LoopWatch(self)
+                self._watch.attach()
             for detector in detectors_for(self.options, self._extra):
                 try:
                     detector.arm(self)
@@ -94,9 +105,14 @@ class Guard:
             raise
         self._detectors = armed
         self._active = True
-        if self.whole_block:
-            self.begin_step()
+        if self.whole_block and self.pipeline is None:
+            self.begin_step()  # the block is the step, until a pipeline's loop begins in it (LoopWatch)
         return self
+
+    def _redrawable(self) -> bool:
+        """Whether the block's step may be re-drawn when a pipeline's loop begins in it (see the module doc)."""
+        options = self.options
+        return options.mode == Mode.WARN and not options.traces and not checks.per_step(options.checks)
 
     def __exit__(
         self,
@@ -124,19 +140,19 @@ class Guard:
                 detector.disarm()
             except Exception as exc:  # restore the others before reporting
                 errors.append(exc)
-        if self._annotations is not None:
+        for patched in (self._annotations, self._watch):
+            if patched is None:
+                continue
             try:
-                self._annotations.detach()
+                patched.detach()
             except Exception as exc:
                 errors.append(exc)
-            self._annotations = None
+        self._annotations = self._watch = None
         if errors:
             raise errors[0]
 
     def _finish(self) -> None:
-        for finding in self._pending:
-            self._records.append(_with_phase(finding, Phase.AFTER_STEPS, None))
-        self._pending = []
+        self._flush_pending()
         findings = list(self._records)
         for detector in self._detectors:
             findings.extend(detector.findings())
@@ -225,7 +241,7 @@ class Guard:
         )
         if not self.observing:
             return finding
-        if self._step is None and self._completed > 0:
+        if self._step is None and self._completed > 0 and (self._in_loop or not self._loops):
             self._pending.append(finding)  # between two steps: the next step's, or after the loop
         else:
             self._records.append(finding)
@@ -262,6 +278,52 @@ class Guard:
         self._step = None
         self._completed += 1
 
+    def close_step(self) -> None:
+        """Close the open step, if one is (a step boundary the pipeline's loop reaches more than once)."""
+        if self._step is not None:
+            self.end_step()
+
+    # ---- the pipeline's denoising loop (annotate) ----------------------------------------------------------------
+    def adopt(self, pipeline: Any) -> bool:
+        """Attach the first pipeline whose loop begins in a whole-block guard (annotate.LoopWatch): its steps become
+        the block's. False when the guard cannot take it (one is attached, or the block is not active)."""
+        if not self._active or self.pipeline is not None:
+            return False
+        if self._step is not None and self._completed == 0:  # the block's step: what it saw was before the loop
+            self._records = [
+                replace(f, phase=Phase.BEFORE_STEPS, step=None, region=None if f.region == "loop" else f.region)
+                if f.phase == Phase.IN_STEP
+                else f
+                for f in self._records
+            ]
+            self._step, self._step_started = None, 0.0
+        self.pipeline = pipeline
+        self._annotations = PipelineAnnotations(pipeline, self, self.options.denoiser)
+        self._annotations.attach()
+        return True
+
+    def loop_begins(self) -> None:
+        """The pipeline's denoising loop begins (its progress bar is entered): step 0, or the next one."""
+        if not self._active:
+            return
+        self._flush_pending()  # between two loops: no step's
+        self._loops += 1
+        self._in_loop = True
+        self.begin_step()
+
+    def loop_ends(self) -> None:
+        """The loop is over: what follows (and what waited for a next step) is after the steps."""
+        if not self._active:
+            return
+        self.close_step()
+        self._flush_pending()
+        self._in_loop = False
+
+    def _flush_pending(self) -> None:
+        for finding in self._pending:
+            self._records.append(_with_phase(finding, Phase.AFTER_STEPS, None))
+        self._pending = []
+
     @contextmanager
     def step(self) -> Iterator[int]:
         """`with g.step(): ...` marks one step explicitly."""
@@ -286,8 +348,8 @@ class Guard:
         return claimed
 
     def callback_on_step_end(self, pipeline: Any, step: int, timestep: Any, callback_kwargs: dict) -> dict:
-        """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step."""
-        self.end_step()
+        """Pass as a diffusers pipeline's `callback_on_step_end`: closes the step (if the scheduler has not)."""
+        self.close_step()
         return {}
 
     # ---- regions -------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 A test whose tensors stayed on the host (a CUDA-written test run on the CPU with a CPU fallback, a pipeline never
 moved) would pass every sync check without one being possible. Under emulation the count is the ops that ran on
 the emulated device; on CUDA, the allocations the caching allocator served (nearly every device op makes an
-output). A pipeline whose denoiser is not on the backend's device is refused before the block runs.
+output). A pipeline whose denoiser is not on the backend's device when the steps begin checked nothing either (a
+marked test may move its pipeline in the body, before the steps).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 from .. import devices
 from ..findings import Report
 from ..guard_options import GuardOptions
-from .base import CannotCheck, Detector, StepContext
+from .base import Detector, StepContext
 
 HOW = (
     "create the model and tensors on the device of the `nosync_device` fixture (`pytest_nosync.execution_device()` "
@@ -29,11 +30,17 @@ class DeviceWorkDetector(Detector):
     def __init__(self, options: GuardOptions) -> None:
         super().__init__(options)
         self._before = self._after = 0
+        self._misplaced: str | None = None
+        self._placed = False
 
     def arm(self, ctx: StepContext) -> None:
-        _check_placement(ctx.denoiser, self.options, _device(self.options.backend))
         super().arm(ctx)
         self._before = self._after = self._count()
+
+    def on_step_begin(self, step: int) -> None:
+        if not self._placed:  # the first step: the pipeline must be where the backend observes it by now
+            self._placed = True
+            self._misplaced = _misplaced(self.ctx.denoiser, self.options, _device(self.options.backend))
 
     def disarm(self) -> None:
         self._after = self._count()
@@ -50,6 +57,8 @@ class DeviceWorkDetector(Detector):
         return self._after - self._before
 
     def unchecked(self) -> str | None:
+        if self._misplaced:
+            return self._misplaced
         if self.work or not self.options.device_work:
             return None
         seen = "no allocation on the GPU" if self.options.backend == "cuda" else "no op ran on the emulated device"
@@ -68,13 +77,14 @@ def _device(backend: str) -> torch.device:
     return install()
 
 
-def _check_placement(module: Any, options: GuardOptions, device: torch.device) -> None:
-    """A pipeline left elsewhere would run unobserved and pass: refuse to guard it."""
+def _misplaced(module: Any, options: GuardOptions, device: torch.device) -> str | None:
+    """Why a pipeline left elsewhere ran unobserved (it would pass), or None."""
     parameters = getattr(module, "parameters", None)
     first = next(iter(parameters()), None) if parameters is not None else None
-    if first is not None and first.device.type != device.type:
-        raise CannotCheck(
-            f"the {options.backend} backend observes tensors on {device}, but the pipeline's {options.denoiser} is on "
-            f"{first.device}: move the pipeline first, `pipe.to(nosync_device)` (the `nosync_device` fixture; "
-            "`pytest_nosync.execution_device()` outside pytest)"
-        )
+    if first is None or first.device.type == device.type:
+        return None
+    return (
+        f"the {options.backend} backend observes tensors on {device}, but the pipeline's {options.denoiser} was on "
+        f"{first.device} when the steps began: move the pipeline first, `pipe.to(nosync_device)` (the "
+        "`nosync_device` fixture; `pytest_nosync.execution_device()` outside pytest)"
+    )

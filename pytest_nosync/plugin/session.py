@@ -9,6 +9,7 @@ reports attached to a test (its stash), its marker's arguments, its GuardOptions
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from functools import cached_property
@@ -205,7 +206,9 @@ class NosyncSession:
         if pyfuncitem.get_closest_marker("nosync") is not None and "nosync" not in pyfuncitem.fixturenames:
             from .fixture import NosyncFixture
 
-            guard = NosyncFixture(pyfuncitem, self).guard(whole_block=True)  # without marked steps: the body
+            # The body; with a pipeline among the test's arguments, that pipeline's steps (guard.Guard's doc)
+            pipeline = _pipeline_argument(pyfuncitem)
+            guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True)
         if guard is None:
             result = yield
         else:
@@ -319,3 +322,13 @@ class NosyncSession:
         from ..emulation import cuda_map
 
         return cuda_map.install(devices.execution_device("emulate"))
+
+
+def _pipeline_argument(item: pytest.Function) -> Any:
+    """The diffusers pipeline among a test's arguments, if there is one (diffusers is not imported for the question:
+    a pipeline exists only where it is)."""
+    diffusers = sys.modules.get("diffusers")
+    base = getattr(diffusers, "DiffusionPipeline", None) if diffusers is not None else None
+    if base is None:
+        return None
+    return next((value for value in item.funcargs.values() if isinstance(value, base)), None)

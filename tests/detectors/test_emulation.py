@@ -162,12 +162,11 @@ def test_error_mode_raises_only_inside_steps(device: torch.device) -> None:
 
 
 def test_a_pipeline_left_on_the_cpu_is_not_checked_and_fails(device: torch.device) -> None:
-    pipe, _ = _tiny("flux")
+    pipe, kwargs = _tiny("flux")
     with nosync_guard(pipe, backend="emulate") as g:
-        pass
-    assert g.report.passed is False
-    (reason,) = g.report.not_checked
-    assert "the pipeline's transformer is on cpu" in reason and "execution_device" in reason
+        pipe(**kwargs(torch.device("cpu")))  # its steps ran where the emulation does not look
+    assert g.report.passed is False and g.report.steps == 2
+    assert any("the pipeline's transformer was on cpu" in r and "execution_device" in r for r in g.report.not_checked)
 
 
 @pytest.mark.parametrize("mode", ["warn", "error"])

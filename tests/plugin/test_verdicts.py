@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_nosync import devices
+from tests.twins import loop_pipeline
 
 NO_GPU = pytest.mark.skipif(devices.cuda_available(), reason="this machine has CUDA")
 
@@ -228,3 +229,41 @@ def test_error_mode_in_a_marker_test_raises_on_the_offending_line(pytester: pyte
             "E * RuntimeError: pytest-nosync: a synchronizing operation on the emulated device inside a guarded step*",
         ]
     )
+
+
+MARKED_PIPELINE = """
+import pytest
+import torch
+
+from tests.twins import loop_pipeline
+
+
+@pytest.fixture
+def pipe():
+    return loop_pipeline.build(torch.device("cpu"))
+
+
+@pytest.mark.gpu
+@pytest.mark.nosync(checks=["syncs"])
+def test_setup_in_the_body(pipe, nosync_device):
+    pipe.transformer.to(nosync_device)  # host-to-device copies: setup before the pipeline's steps
+    pipe(loop_pipeline.latents(nosync_device), num_inference_steps=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.nosync(checks=["syncs"])
+def test_a_read_in_the_loop(pipe, nosync_device):
+    pipe.transformer.to(nosync_device)
+    pipe(loop_pipeline.latents(nosync_device), num_inference_steps=2, read_early=True)
+"""
+
+
+def test_a_marked_body_counts_the_pipelines_steps_not_its_setup(pytester: pytest.Pytester) -> None:
+    """The README's first example failed as written: moving the pipeline to the device in the marked body was counted
+    as syncs of the step under test. With the pipeline among the test's arguments, its steps are the body's."""
+    pytester.makepyfile(MARKED_PIPELINE)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    line = loop_pipeline.line_of("read before the denoiser")
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert "FAIL *test_setup_in_the_body*" not in result.stdout.str()

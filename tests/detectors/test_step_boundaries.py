@@ -1,0 +1,57 @@
+"""Where a pipeline's steps begin and end (annotate): a sync in every iteration before the denoiser runs counts once
+in every step, step 0 included — the loop's first iteration begins at the progress bar, not at the denoiser's first
+call — with either form of progress bar; a pipeline's setup and decode are outside the steps."""
+
+from __future__ import annotations
+
+import torch
+
+from pytest_nosync import nosync_guard
+from tests.twins import loop_pipeline
+
+
+def _per_step(report) -> dict:
+    return {f.step: f.count for f in report.failures}
+
+
+def test_a_read_before_the_denoiser_counts_in_every_step(backend: str, device: torch.device) -> None:
+    pipe = loop_pipeline.build(device)
+    for iterate in (False, True):
+        x = loop_pipeline.latents(device)
+        with nosync_guard(pipe, backend=backend) as g:
+            pipe(x, num_inference_steps=3, read_early=True, iterate=iterate)
+        assert g.report.passed is False
+        lines = {f.where.line for f in g.report.failures}
+        assert lines == {loop_pipeline.line_of("read before the denoiser")}, g.report.findings
+        assert _per_step(g.report) == {0: 1, 1: 1, 2: 1}, (iterate, g.report.findings)
+        assert g.report.steps == 3
+
+
+def test_the_clean_loop_passes_with_three_steps(backend: str, device: torch.device) -> None:
+    pipe = loop_pipeline.build(device)
+    x = loop_pipeline.latents(device)
+    with nosync_guard(pipe, backend=backend) as g:
+        pipe(x, num_inference_steps=3)
+    assert g.report.passed, g.report.findings
+    assert g.report.steps == 3
+
+
+def test_a_whole_block_takes_the_steps_of_the_pipeline_whose_loop_runs_in_it(
+    backend: str, device: torch.device
+) -> None:
+    """The marker's way with the pipeline built in the body: its setup before the loop is before the steps."""
+    with nosync_guard(backend=backend, whole_block=True) as g:
+        pipe = loop_pipeline.build(torch.device("cpu"))
+        pipe.transformer.to(device)  # a host-to-device copy per parameter: setup, not a step
+        pipe(torch.randn(2, 8).to(device), num_inference_steps=2)
+    assert g.report.passed, g.report.findings
+    assert g.report.steps == 2
+    setup = [f for f in g.report.findings if f.phase == "before_steps"]
+    assert setup and all(f.kind == "htod_sync" for f in setup), g.report.findings
+
+
+def test_without_a_pipeline_loop_the_whole_block_is_the_step(backend: str, device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend=backend, whole_block=True) as g:
+        float(x.sum())
+    assert [(f.kind, f.step) for f in g.report.failures] == [("dtoh_sync", 0)]

@@ -1,0 +1,76 @@
+"""A real diffusers pipeline of the usual shape (progress bar around the loop, denoiser, scheduler step), small enough
+to plant a pattern anywhere in its loop: the step-boundary tests read where each finding lands."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from diffusers import DiffusionPipeline
+
+
+class Denoiser(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        return self.linear(latents)
+
+
+class Scheduler:
+    """Steps the latents on the device with a table kept on the device: no sync of its own."""
+
+    def __init__(self) -> None:
+        self.timesteps = torch.arange(0)
+
+    def set_timesteps(self, steps: int, device: torch.device) -> None:
+        self.timesteps = torch.linspace(1.0, 0.0, steps + 1, device=device)[:-1]
+
+    def step(self, noise: torch.Tensor, t: torch.Tensor, latents: torch.Tensor) -> torch.Tensor:
+        return latents - 0.1 * noise * t
+
+
+class LoopPipeline(DiffusionPipeline):
+    def __init__(self, transformer: Denoiser, scheduler: Scheduler) -> None:
+        super().__init__()
+        self.transformer = transformer
+        self.scheduler = scheduler
+
+    def __call__(
+        self, latents: torch.Tensor, num_inference_steps: int = 3, read_early: bool = False, iterate: bool = False
+    ) -> torch.Tensor:
+        self.scheduler.set_timesteps(num_inference_steps, latents.device)
+        if iterate:
+            for t in self.progress_bar(self.scheduler.timesteps):
+                latents = self._iteration(latents, t, read_early)
+        else:
+            with self.progress_bar(total=num_inference_steps) as bar:
+                for t in self.scheduler.timesteps:
+                    latents = self._iteration(latents, t, read_early)
+                    bar.update()
+        return latents * 2
+
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool) -> torch.Tensor:
+        if read_early:
+            latents = latents * float(t)  # twin: read before the denoiser
+        noise = self.transformer(latents)
+        return self.scheduler.step(noise, t, latents)
+
+
+def build(device: torch.device) -> LoopPipeline:
+    torch.manual_seed(0)
+    pipe = LoopPipeline(Denoiser(), Scheduler())
+    pipe.transformer.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def line_of(marker: str) -> int:
+    lines, start = inspect.getsourcelines(LoopPipeline)
+    return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
+
+
+def latents(device: torch.device) -> Any:
+    return torch.randn(2, 8).to(device)
