@@ -1,0 +1,27 @@
+"""Hub stand-ins: repositories built in code for the hub ids diffusers' pipeline tests load.
+
+When the Hugging Face hub cannot be reached (an air-gapped runner, HF_HUB_OFFLINE) and a repository such as
+`hf-internal-testing/tiny-random-t5` is not in the local cache, `get_dummy_components()` of diffusers' tester
+classes fails, or worse, transformers builds an empty tokenizer. `install()` serves tiny stand-ins instead: seeded
+random-weight models from configs in code and tokenizers built with the `tokenizers` library; nothing is fetched.
+"""
+
+from .installation import Installation, cache_folder_name, hub_standins, install, present_in_cache
+from .materialize import default_root, materialize
+from .reachability import hub_reachable, offline_requested
+from .registry import STANDINS
+from .standin import StandIn
+
+__all__ = [
+    "STANDINS",
+    "Installation",
+    "StandIn",
+    "cache_folder_name",
+    "default_root",
+    "hub_reachable",
+    "hub_standins",
+    "install",
+    "materialize",
+    "offline_requested",
+    "present_in_cache",
+]

@@ -1,0 +1,39 @@
+"""The registry: hub repository id -> the stand-in that builds it. Ordered by how many test modules load it."""
+
+from __future__ import annotations
+
+from . import text_repos as text
+from . import vision_language_repos as vl
+from .standin import StandIn
+
+_ALL = (
+    StandIn("hf-internal-testing/tiny-random-t5", text.build_t5, "T5 config (d_model 32), T5 weights, tokenizer"),
+    StandIn("hf-internal-testing/tiny-random-clip", text.build_clip, "CLIP tokenizer (<1000 ids), CLIPModel"),
+    StandIn(
+        "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration",
+        vl.build_qwen2_vl,
+        "Qwen2 tokenizer (real special ids), Qwen2-VL processor, Qwen2VLForConditionalGeneration (width 16)",
+    ),
+    StandIn("hf-internal-testing/dummy-gemma", text.build_dummy_gemma, "Gemma tokenizer of 8 ids"),
+    StandIn("hf-internal-testing/tiny-gemma3", vl.build_gemma3, "Gemma3ForConditionalGeneration (width 32), tokenizer"),
+    StandIn(
+        "finetrainers/dummy-hunyaunvideo",
+        text.build_llama_tokenizer_subfolder,
+        "Llama tokenizer (<1000 ids) in tokenizer/",
+    ),
+    StandIn("hf-internal-testing/tiny-random-BertModel", text.build_bert, "BertModel (width 32), WordPiece tokenizer"),
+    StandIn(
+        "huangfeice/tiny-random-Qwen3VLForConditionalGeneration",
+        vl.build_qwen3_vl,
+        "Qwen3-VL processor and Qwen3VLForConditionalGeneration",
+    ),
+    StandIn("hf-internal-testing/tiny-random-umt5", text.build_umt5, "UMT5 encoder (d_model 32), T5 tokenizer"),
+    StandIn("hf-internal-testing/tiny-random-roberta", text.build_roberta_tokenizer, "RoBERTa tokenizer (<1000 ids)"),
+    StandIn("hf-internal-testing/llama-tokenizer", text.build_llama_tokenizer, "Llama tokenizer"),
+    StandIn("hf-internal-testing/tiny-random-Gemma3ForCausalLM", text.build_gemma_tokenizer, "Gemma tokenizer"),
+    StandIn("Qwen/Qwen3-Embedding-0.6B", text.build_qwen3_embedding_tokenizer, "Qwen2 tokenizer only"),
+    StandIn("hf-internal-testing/tiny-random-T5Model", text.build_t5, "same as tiny-random-t5"),
+    StandIn("hf-internal-testing/tiny-random-T5ForConditionalGeneration", text.build_t5, "same as tiny-random-t5"),
+)
+
+STANDINS: dict[str, StandIn] = {standin.repo_id: standin for standin in _ALL}

@@ -1,0 +1,280 @@
+"""Stand-ins for text-encoder repositories: T5/UMT5, CLIP, BERT, RoBERTa, and Llama/Gemma/Qwen tokenizers.
+
+Sizes follow what diffusers' dummy components build around them: the T5 and UMT5 width (`d_model`) is 32, the
+`joint_attention_dim`/`text_dim`/`caption_channels` of the dummy transformers; CLIP text models of the tests have
+1000 ids and 77 positions; the dummy Gemma2 text encoders of the Sana and Lumina tests have 8 ids, so the
+`dummy-gemma` tokenizer has 8 tokens; the dummy Llama encoders of the HunyuanVideo tests have 1000 ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .seeded import save_seeded_model
+from .tokenizer_builds import (
+    bert_wordpiece,
+    byte_level_bpe,
+    clip_bpe,
+    save_tokenizer,
+    sentencepiece_bpe,
+    t5_unigram,
+)
+
+T5_WIDTH = 32
+T5_VOCAB_SIZE = 1000  # above the tokenizer's ids, as 32128 is above the real T5 tokenizer's 32100
+T5_SENTINELS = [f"<extra_id_{i}>" for i in range(100)]
+
+CLIP_SPECIALS = {
+    "bos_token": "<|startoftext|>",
+    "eos_token": "<|endoftext|>",
+    "unk_token": "<|endoftext|>",
+    "pad_token": "<|endoftext|>",
+}
+
+QWEN2_SPECIAL_IDS = {
+    "<|endoftext|>": 151643,
+    "<|im_start|>": 151644,
+    "<|im_end|>": 151645,
+    "<|object_ref_start|>": 151646,
+    "<|object_ref_end|>": 151647,
+    "<|box_start|>": 151648,
+    "<|box_end|>": 151649,
+    "<|quad_start|>": 151650,
+    "<|quad_end|>": 151651,
+    "<|vision_start|>": 151652,
+    "<|vision_end|>": 151653,
+    "<|vision_pad|>": 151654,
+    "<|image_pad|>": 151655,
+    "<|video_pad|>": 151656,
+}
+
+# ChatML as the Qwen chat templates render it, with image and video parts as vision placeholders.
+QWEN_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and message['role'] != 'system' %}<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n"
+    "{% endif %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' or 'image' in part %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif part['type'] == 'video' or 'video' in part %}<|vision_start|><|video_pad|><|vision_end|>"
+    "{% elif 'text' in part %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<start_of_turn>{{ 'model' if message['role'] == 'assistant' else message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}"
+    "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] | trim }}"
+    "{% elif part['type'] == 'image' %}<start_of_image>{% endif %}{% endfor %}{% endif %}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+LLAMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
+    "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
+)
+
+
+def save_t5_tokenizer(directory: Path) -> None:
+    save_tokenizer(
+        t5_unigram(),
+        directory,
+        tokenizer_class="T5Tokenizer",
+        special_tokens={"eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        model_max_length=512,
+        additional_special_tokens=T5_SENTINELS,
+        extra_config={"extra_ids": 100},
+    )
+
+
+def _t5_config(model_type: str = "t5"):
+    from transformers import T5Config, UMT5Config
+
+    config_class = UMT5Config if model_type == "umt5" else T5Config
+    return config_class(
+        vocab_size=T5_VOCAB_SIZE,
+        d_model=T5_WIDTH,
+        d_kv=8,
+        d_ff=37,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        dropout_rate=0.1,
+        feed_forward_proj="relu" if model_type == "t5" else "gated-gelu",
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
+
+
+def build_t5(directory: Path) -> None:
+    """T5 config (d_model 32), a seeded T5ForConditionalGeneration (its encoder loads as T5EncoderModel), tokenizer."""
+    from transformers import T5ForConditionalGeneration
+
+    save_seeded_model(lambda: T5ForConditionalGeneration(_t5_config()), directory)
+    save_t5_tokenizer(directory)
+
+
+def build_umt5(directory: Path) -> None:
+    from transformers import UMT5EncoderModel
+
+    save_seeded_model(lambda: UMT5EncoderModel(_t5_config("umt5")), directory)
+    save_t5_tokenizer(directory)
+
+
+def save_clip_tokenizer(directory: Path) -> None:
+    save_tokenizer(
+        clip_bpe(), directory, tokenizer_class="CLIPTokenizer", special_tokens=CLIP_SPECIALS, model_max_length=77
+    )
+
+
+def build_clip(directory: Path) -> None:
+    """A tiny CLIPModel (text width 32, 1000 ids, 77 positions), its tokenizer and image processor."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    config = CLIPConfig(
+        text_config={
+            "vocab_size": 1000,
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 77,
+            "bos_token_id": 998,
+            "eos_token_id": 999,
+            "pad_token_id": 999,
+        },
+        vision_config={
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "image_size": 30,
+            "patch_size": 2,
+        },
+        projection_dim=64,
+    )
+    save_seeded_model(lambda: CLIPModel(config), directory)
+    save_clip_tokenizer(directory)
+    CLIPImageProcessor(crop_size={"height": 30, "width": 30}, size={"shortest_edge": 30}).save_pretrained(
+        str(directory)
+    )
+
+
+def build_bert(directory: Path) -> None:
+    """A tiny BertModel (width 32) and an uncased WordPiece tokenizer."""
+    from transformers import BertConfig, BertModel
+
+    tok = bert_wordpiece()
+    config = BertConfig(
+        vocab_size=tok.get_vocab_size(),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=512,
+    )
+    save_seeded_model(lambda: BertModel(config), directory)
+    save_tokenizer(
+        tok,
+        directory,
+        tokenizer_class="BertTokenizer",
+        special_tokens={
+            "unk_token": "[UNK]",
+            "sep_token": "[SEP]",
+            "pad_token": "[PAD]",
+            "cls_token": "[CLS]",
+            "mask_token": "[MASK]",
+        },
+        model_max_length=512,
+        extra_config={"do_lower_case": True},
+    )
+
+
+def build_roberta_tokenizer(directory: Path) -> None:
+    """RoBERTa's byte-level BPE, kept under 1000 ids (the dummy CLAP text model's vocabulary)."""
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    save_tokenizer(
+        byte_level_bpe({}, style="roberta", specials_first=specials, vocab_size=1000),
+        directory,
+        tokenizer_class="RobertaTokenizer",
+        special_tokens={
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "sep_token": "</s>",
+            "cls_token": "<s>",
+            "unk_token": "<unk>",
+            "pad_token": "<pad>",
+            "mask_token": "<mask>",
+        },
+        model_max_length=512,
+    )
+
+
+def save_qwen2_tokenizer(directory: Path, *, chat_template: str | None = QWEN_CHAT_TEMPLATE) -> None:
+    """Qwen2's byte-level BPE with the special tokens at their real ids (151643…)."""
+    extra = {"chat_template": chat_template} if chat_template else {}
+    save_tokenizer(
+        byte_level_bpe(QWEN2_SPECIAL_IDS, style="qwen2"),
+        directory,
+        tokenizer_class="Qwen2Tokenizer",
+        special_tokens={"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>", "unk_token": None},
+        model_max_length=32768,
+        additional_special_tokens=[t for t in QWEN2_SPECIAL_IDS if t not in ("<|endoftext|>", "<|im_end|>")],
+        extra_config={**extra, "errors": "replace"},
+    )
+
+
+def build_qwen3_embedding_tokenizer(directory: Path) -> None:
+    save_qwen2_tokenizer(directory)
+
+
+def save_gemma_tokenizer(directory: Path, *, vocab_size: int | None = None) -> None:
+    """Gemma's SentencePiece-style BPE: `<pad>` 0, `<eos>` 1, `<bos>` 2, `<unk>` 3, then pieces."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    if vocab_size is None:
+        specials += ["<mask>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>"]
+    save_tokenizer(
+        sentencepiece_bpe(specials, style="gemma", vocab_size=vocab_size, bos="<bos>"),
+        directory,
+        tokenizer_class="GemmaTokenizer",
+        special_tokens={"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        model_max_length=8192,
+        additional_special_tokens=specials[4:],
+        extra_config={"chat_template": GEMMA_CHAT_TEMPLATE, "add_bos_token": True, "add_eos_token": False},
+    )
+
+
+def build_dummy_gemma(directory: Path) -> None:
+    """A Gemma tokenizer of 8 ids: the dummy Gemma2 text encoders of the tests have `vocab_size=8`."""
+    save_gemma_tokenizer(directory, vocab_size=8)
+
+
+def build_gemma_tokenizer(directory: Path) -> None:
+    save_gemma_tokenizer(directory)
+
+
+def save_llama_tokenizer(directory: Path, *, vocab_size: int | None = 1000) -> None:
+    """Llama's SentencePiece-style BPE: `<unk>` 0, `<s>` 1, `</s>` 2, then pieces (under 1000 ids by default)."""
+    specials = ["<unk>", "<s>", "</s>"]
+    save_tokenizer(
+        sentencepiece_bpe(specials, style="llama", vocab_size=vocab_size, bos="<s>"),
+        directory,
+        tokenizer_class="LlamaTokenizer",
+        special_tokens={"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<unk>"},
+        model_max_length=2048,
+        extra_config={"chat_template": LLAMA_CHAT_TEMPLATE, "add_bos_token": True, "add_eos_token": False},
+    )
+
+
+def build_llama_tokenizer_subfolder(directory: Path) -> None:
+    """A repository whose tokenizer lives in `tokenizer/` (the HunyuanVideo tests load it with `subfolder=`)."""
+    save_llama_tokenizer(directory / "tokenizer")
+
+
+def build_llama_tokenizer(directory: Path) -> None:
+    save_llama_tokenizer(directory)

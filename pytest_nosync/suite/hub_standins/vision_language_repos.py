@@ -1,0 +1,179 @@
+"""Stand-ins for vision-language repositories: Qwen2-VL, Qwen3-VL and Gemma 3.
+
+The dummy Qwen text encoders of the tests are built with the real special-token ids (`<|image_pad|>` 151655,
+`<|vision_start|>` 151652…) and 151936 or 152064 ids, and the pipelines render chat templates and run the
+processor on small images, so the stand-ins keep those ids, ship a chat template, and a 14-pixel patch image
+processor (the dummy vision towers use `patch_size=14`). The EasyAnimate tests load the Qwen2-VL weights themselves
+and build their transformer with `text_embed_dim=16`: the Qwen2-VL stand-in is 16 wide. The LTX-2 tests size their
+connectors from the Gemma 3 config, whose width must equal the connectors' 4 heads x 8: 32.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .seeded import save_seeded_model
+from .text_repos import QWEN2_SPECIAL_IDS, QWEN_CHAT_TEMPLATE, save_gemma_tokenizer, save_qwen2_tokenizer
+
+QWEN_VOCAB_SIZE = 151936
+QWEN_IMAGE_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 256}
+
+
+def save_qwen_processor(directory: Path, *, processor_class: str, video_processor_type: str, patch_size: int) -> None:
+    """Tokenizer, image-processor, video-processor and chat-template files of a Qwen-VL processor.
+
+    Written as files rather than through the processor class: constructing the processor needs torchvision (for
+    its video processor), which loading it needs too, as it does for the real repository. The separate files are
+    the layout the hub repositories have, which transformers loads in every version.
+    """
+    from transformers import Qwen2VLImageProcessor
+
+    save_qwen2_tokenizer(directory)
+    image_processor = Qwen2VLImageProcessor(
+        size=QWEN_IMAGE_PIXELS, patch_size=patch_size, merge_size=2, temporal_patch_size=2
+    )
+    image_processor.save_pretrained(str(directory))
+    image_config = json.loads((directory / "preprocessor_config.json").read_text())
+    image_config.update(image_processor_type="Qwen2VLImageProcessor", processor_class=processor_class)
+    _write_json(directory / "preprocessor_config.json", image_config)
+    video_config = {
+        key: image_config[key]
+        for key in ("do_convert_rgb", "do_normalize", "do_rescale", "do_resize", "image_mean", "image_std")
+        if key in image_config
+    }
+    video_config.update(
+        video_processor_type=video_processor_type,
+        processor_class=processor_class,
+        size=QWEN_IMAGE_PIXELS,
+        patch_size=patch_size,
+        merge_size=2,
+        temporal_patch_size=2,
+        rescale_factor=1 / 255,
+    )
+    _write_json(directory / "video_preprocessor_config.json", video_config)
+    (directory / "chat_template.jinja").write_text(QWEN_CHAT_TEMPLATE)
+    _write_json(directory / "chat_template.json", {"chat_template": QWEN_CHAT_TEMPLATE})
+    tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())
+    tokenizer_config["processor_class"] = processor_class
+    _write_json(directory / "tokenizer_config.json", tokenizer_config)
+
+
+def _write_json(path: Path, content: dict) -> None:
+    path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
+
+
+def build_qwen2_vl(directory: Path) -> None:
+    """Qwen2VLForConditionalGeneration (text width 16, 2 layers, vision depth 2), tokenizer, processor files."""
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
+
+    config = Qwen2VLConfig(
+        text_config={
+            "vocab_size": QWEN_VOCAB_SIZE,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 1024,
+            "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [1, 1, 2]},
+            "rope_theta": 1000000.0,
+        },
+        vision_config={
+            "depth": 2,
+            "embed_dim": 16,
+            "hidden_size": 16,
+            "num_heads": 2,
+            "mlp_ratio": 2,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+        },
+        image_token_id=QWEN2_SPECIAL_IDS["<|image_pad|>"],
+        video_token_id=QWEN2_SPECIAL_IDS["<|video_pad|>"],
+        vision_start_token_id=QWEN2_SPECIAL_IDS["<|vision_start|>"],
+        vision_end_token_id=QWEN2_SPECIAL_IDS["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    save_seeded_model(lambda: Qwen2VLForConditionalGeneration(config), directory)
+    save_qwen_processor(
+        directory, processor_class="Qwen2VLProcessor", video_processor_type="Qwen2VLVideoProcessor", patch_size=14
+    )
+
+
+def build_qwen3_vl(directory: Path) -> None:
+    """Qwen3VLForConditionalGeneration (text width 16, vision patch 16), Qwen2 tokenizer, Qwen3-VL processor."""
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+
+    config = Qwen3VLConfig(
+        text_config={
+            "vocab_size": QWEN_VOCAB_SIZE,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "head_dim": 8,
+            "max_position_embeddings": 1024,
+            "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True},
+            "rope_theta": 1000000.0,
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_heads": 2,
+            "out_hidden_size": 16,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [1],
+        },
+        image_token_id=QWEN2_SPECIAL_IDS["<|image_pad|>"],
+        video_token_id=QWEN2_SPECIAL_IDS["<|video_pad|>"],
+        vision_start_token_id=QWEN2_SPECIAL_IDS["<|vision_start|>"],
+        vision_end_token_id=QWEN2_SPECIAL_IDS["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    save_seeded_model(lambda: Qwen3VLForConditionalGeneration(config), directory)
+    save_qwen_processor(
+        directory, processor_class="Qwen3VLProcessor", video_processor_type="Qwen3VLVideoProcessor", patch_size=16
+    )
+
+
+def build_gemma3(directory: Path) -> None:
+    """Gemma3ForConditionalGeneration (text width 32, 2 layers; a 2-layer SigLIP tower) and a Gemma tokenizer."""
+    from transformers import AutoTokenizer, Gemma3Config, Gemma3ForConditionalGeneration
+
+    save_gemma_tokenizer(directory)
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    config = Gemma3Config(
+        text_config={
+            "vocab_size": 1000,
+            "hidden_size": 32,
+            "intermediate_size": 37,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 1,
+            "head_dim": 16,
+            "max_position_embeddings": 1024,
+            "sliding_window": 64,
+        },
+        vision_config={
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+        },
+        mm_tokens_per_image=4,
+        boi_token_index=tokenizer.convert_tokens_to_ids("<start_of_image>"),
+        eoi_token_index=tokenizer.convert_tokens_to_ids("<end_of_image>"),
+        image_token_index=tokenizer.convert_tokens_to_ids("<start_of_image>"),
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=1,
+    )
+    save_seeded_model(lambda: Gemma3ForConditionalGeneration(config), directory)
