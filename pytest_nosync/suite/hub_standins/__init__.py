@@ -6,8 +6,8 @@ classes fails, or worse, transformers builds an empty tokenizer. `install()` ser
 random-weight models from configs in code and tokenizers built with the `tokenizers` library; nothing is fetched.
 """
 
+from .built_repos import default_root, materialize
 from .installation import Installation, cache_folder_name, hub_standins, install, present_in_cache
-from .materialize import default_root, materialize
 from .reachability import hub_reachable, offline_requested
 from .registry import STANDINS
 from .standin import StandIn

@@ -31,7 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .materialize import default_root, materialize
+from .built_repos import default_root, materialize
 from .reachability import hub_reachable
 from .registry import STANDINS
 

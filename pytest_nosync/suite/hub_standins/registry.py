@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import diffusers_repos as diffusers
 from . import text_repos as text
 from . import vision_language_repos as vl
 from .standin import StandIn
@@ -32,6 +33,24 @@ _ALL = (
     StandIn("hf-internal-testing/llama-tokenizer", text.build_llama_tokenizer, "Llama tokenizer"),
     StandIn("hf-internal-testing/tiny-random-Gemma3ForCausalLM", text.build_gemma_tokenizer, "Gemma tokenizer"),
     StandIn("Qwen/Qwen3-Embedding-0.6B", text.build_qwen3_embedding_tokenizer, "Qwen2 tokenizer only"),
+    StandIn(
+        "diffusers/consistency-models-test",
+        diffusers.build_consistency_models_test,
+        "UNet2DModel (32x32 RGB) in test_unet/ and class-conditional in test_unet_class_cond/",
+    ),
+    StandIn(
+        "hf-internal-testing/tiny-random-LlamaForCausalLM",
+        text.build_llama_causal_lm,
+        "LlamaForCausalLM (width 16, 2 layers), Llama tokenizer (<1000 ids)",
+    ),
+    StandIn(
+        "hf-internal-testing/tiny-random-SiglipVisionModel",
+        vl.build_siglip_vision,
+        "SiglipVisionModel (width 32, 30-pixel images), SigLIP image processor",
+    ),
+    StandIn("YiYiXu/tiny-random-mclip-base", text.build_mclip_tokenizer, "XLM-RoBERTa tokenizer (<1005 ids)"),
+    StandIn("hf-internal-testing/tiny-random-DPTForDepthEstimation", vl.build_dpt_processor, "DPT image processor"),
+    StandIn("hf-internal-testing/tiny-random-ClapModel", vl.build_clap_feature_extractor, "CLAP feature extractor"),
     StandIn("hf-internal-testing/tiny-random-T5Model", text.build_t5, "same as tiny-random-t5"),
     StandIn("hf-internal-testing/tiny-random-T5ForConditionalGeneration", text.build_t5, "same as tiny-random-t5"),
 )

@@ -18,6 +18,7 @@ from .tokenizer_builds import (
     save_tokenizer,
     sentencepiece_bpe,
     t5_unigram,
+    xlm_roberta_unigram,
 )
 
 T5_WIDTH = 32
@@ -76,6 +77,22 @@ LLAMA_CHAT_TEMPLATE = (
     "<|start_header_id|>{{ message['role'] }}<|end_header_id|>\n\n{{ message['content'] | trim }}<|eot_id|>"
     "{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}"
 )
+
+
+def save_tokenizer_model_config(directory: Path, model_type: str, vocab_size: int) -> None:
+    """The config.json of a tokenizer-only repository: transformers' AutoTokenizer reads the model type there."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.for_model(
+        model_type,
+        vocab_size=vocab_size,
+        hidden_size=32,
+        intermediate_size=37,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+    )
+    config.save_pretrained(str(directory))
 
 
 def save_t5_tokenizer(directory: Path) -> None:
@@ -213,6 +230,7 @@ def build_roberta_tokenizer(directory: Path) -> None:
         },
         model_max_length=512,
     )
+    save_tokenizer_model_config(directory, "roberta", vocab_size=1000)
 
 
 def save_qwen2_tokenizer(directory: Path, *, chat_template: str | None = QWEN_CHAT_TEMPLATE) -> None:
@@ -231,20 +249,27 @@ def save_qwen2_tokenizer(directory: Path, *, chat_template: str | None = QWEN_CH
 
 def build_qwen3_embedding_tokenizer(directory: Path) -> None:
     save_qwen2_tokenizer(directory)
+    save_tokenizer_model_config(directory, "qwen3", vocab_size=151936)
 
 
 def save_gemma_tokenizer(directory: Path, *, vocab_size: int | None = None) -> None:
-    """Gemma's SentencePiece-style BPE: `<pad>` 0, `<eos>` 1, `<bos>` 2, `<unk>` 3, then pieces."""
-    specials = ["<pad>", "<eos>", "<bos>", "<unk>"]
+    """Gemma's SentencePiece-style BPE: `<pad>` 0, `<eos>` 1, `<bos>` 2, `<unk>` 3, `<mask>` 4, then pieces."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"]
     if vocab_size is None:
-        specials += ["<mask>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>"]
+        specials += ["<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>"]
     save_tokenizer(
         sentencepiece_bpe(specials, style="gemma", vocab_size=vocab_size, bos="<bos>"),
         directory,
         tokenizer_class="GemmaTokenizer",
-        special_tokens={"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>"},
+        special_tokens={
+            "bos_token": "<bos>",
+            "eos_token": "<eos>",
+            "unk_token": "<unk>",
+            "pad_token": "<pad>",
+            "mask_token": "<mask>",
+        },
         model_max_length=8192,
-        additional_special_tokens=specials[4:],
+        additional_special_tokens=specials[5:],
         extra_config={"chat_template": GEMMA_CHAT_TEMPLATE, "add_bos_token": True, "add_eos_token": False},
     )
 
@@ -252,10 +277,12 @@ def save_gemma_tokenizer(directory: Path, *, vocab_size: int | None = None) -> N
 def build_dummy_gemma(directory: Path) -> None:
     """A Gemma tokenizer of 8 ids: the dummy Gemma2 text encoders of the tests have `vocab_size=8`."""
     save_gemma_tokenizer(directory, vocab_size=8)
+    save_tokenizer_model_config(directory, "gemma", vocab_size=8)
 
 
 def build_gemma_tokenizer(directory: Path) -> None:
     save_gemma_tokenizer(directory)
+    save_tokenizer_model_config(directory, "gemma3_text", vocab_size=1000)
 
 
 def save_llama_tokenizer(directory: Path, *, vocab_size: int | None = 1000) -> None:
@@ -274,7 +301,49 @@ def save_llama_tokenizer(directory: Path, *, vocab_size: int | None = 1000) -> N
 def build_llama_tokenizer_subfolder(directory: Path) -> None:
     """A repository whose tokenizer lives in `tokenizer/` (the HunyuanVideo tests load it with `subfolder=`)."""
     save_llama_tokenizer(directory / "tokenizer")
+    save_tokenizer_model_config(directory / "tokenizer", "llama", vocab_size=1000)
 
 
 def build_llama_tokenizer(directory: Path) -> None:
     save_llama_tokenizer(directory)
+    save_tokenizer_model_config(directory, "llama", vocab_size=1000)
+
+
+def build_llama_causal_lm(directory: Path) -> None:
+    """A LlamaForCausalLM of width 16 and 2 layers (HiDream's `caption_channels=[32, 16]`, `llama_layers=(0, 1)`)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=1000,
+        hidden_size=16,
+        intermediate_size=37,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=2048,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=0,
+    )
+    save_seeded_model(lambda: LlamaForCausalLM(config), directory)
+    save_llama_tokenizer(directory)
+
+
+def build_mclip_tokenizer(directory: Path) -> None:
+    """XLM-RoBERTa tokenizer under 1005 ids (the Kandinsky tests' MultilingualCLIP vocabulary)."""
+    save_tokenizer(
+        xlm_roberta_unigram(),
+        directory,
+        tokenizer_class="XLMRobertaTokenizer",
+        special_tokens={
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "sep_token": "</s>",
+            "cls_token": "<s>",
+            "unk_token": "<unk>",
+            "pad_token": "<pad>",
+            "mask_token": "<mask>",
+        },
+        model_max_length=512,
+    )
+    save_tokenizer_model_config(directory, "xlm-roberta", vocab_size=1005)

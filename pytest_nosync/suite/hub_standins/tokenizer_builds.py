@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
 from .words import ASCII_CHARACTERS, COMMON_WORDS
 
@@ -179,10 +179,14 @@ def byte_level_bpe(
     specials_first: Sequence[str] = (),
     vocab_size: int | None = None,
 ) -> Tokenizer:
-    """GPT-2-style byte-level BPE (Qwen2, RoBERTa): bytes, word merges (with and without a leading space), then the
-    special tokens at the ids the real vocabulary gives them (`special_ids`), which may leave a gap: the Qwen2-VL
-    text models of the tests are built with the real image/vision token ids (151652…), so those ids must match.
-    `vocab_size` caps the bytes and merges (RoBERTa's stand-in feeds text models of 1000 ids).
+    """GPT-2-style byte-level BPE (Qwen2, RoBERTa): bytes, then word merges (with and without a leading space).
+
+    `special_ids` places special tokens at the ids of the real vocabulary, which must be ascending and contiguous:
+    the base vocabulary is filled with never-produced placeholders up to the first of them, and they follow as added
+    tokens. The Qwen tests build their text models with the real image/vision token ids (151652…) and with
+    `vocab_size=tokenizer.vocab_size + 4`, which both hold only when the base vocabulary has the real 151643 entries
+    and the special tokens come after it. `vocab_size` caps the bytes and merges (RoBERTa's stand-in feeds text
+    models of 1000 ids).
     """
     limit = vocab_size if vocab_size is not None else 1_000_000
     vocab = {token: i for i, token in enumerate(specials_first)}
@@ -193,13 +197,17 @@ def byte_level_bpe(
     for word in COMMON_WORDS:
         _add_merged_word(vocab, merges, [space, *word], limit=limit)
         _add_merged_word(vocab, merges, list(word), limit=limit)
-    for token, token_id in special_ids.items():
-        if token_id in vocab.values() and vocab.get(token) != token_id:
-            raise ValueError(f"id {token_id} of {token!r} is taken by the built vocabulary")
-        vocab[token] = token_id
+    ordered = sorted(special_ids.items(), key=lambda item: item[1])
+    if ordered:
+        first = ordered[0][1]
+        if [token_id for _, token_id in ordered] != list(range(first, first + len(ordered))) or first < len(vocab):
+            raise ValueError(f"special ids must be contiguous and above the built vocabulary: {ordered}")
+        for i in range(len(vocab), first):
+            vocab[f"<|placeholder_{i}|>"] = i  # no merge produces these: they hold ids, as unused entries do
     tok = Tokenizer(
         models.BPE(vocab=vocab, merges=merges, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False)
     )
+    tok.add_special_tokens([AddedToken(token, special=True, normalized=False) for token, _ in ordered])
     tok.decoder = decoders.ByteLevel()
     if style == "qwen2":
         tok.normalizer = normalizers.NFC()
@@ -272,3 +280,20 @@ def save_tokenizer(
         (directory / "vocab.json").write_text(json.dumps(model["vocab"], ensure_ascii=False) + "\n")
         merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
         (directory / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+
+
+def xlm_roberta_unigram() -> Tokenizer:
+    """XLM-RoBERTa's SentencePiece Unigram: `<s>`, `<pad>`, `</s>`, `<unk>`, pieces, then `<mask>`."""
+    pieces: list[tuple[str, float]] = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0)]
+    pieces += [(SPIECE_SPACE, -3.0), *((ch, -10.0) for ch in ASCII_CHARACTERS)]
+    pieces += [(SPIECE_SPACE + w, -5.0 - i * 1e-3) for i, w in enumerate(COMMON_WORDS)]
+    pieces.append(("<mask>", 0.0))
+    tok = Tokenizer(models.Unigram(pieces, unk_id=3, byte_fallback=False))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=SPIECE_SPACE, prepend_scheme="always")]
+    )
+    tok.decoder = decoders.Metaspace(replacement=SPIECE_SPACE, prepend_scheme="always")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 0), ("</s>", 2)]
+    )
+    return tok

@@ -177,3 +177,28 @@ def build_gemma3(directory: Path) -> None:
         eos_token_id=1,
     )
     save_seeded_model(lambda: Gemma3ForConditionalGeneration(config), directory)
+
+
+def build_siglip_vision(directory: Path) -> None:
+    """A SiglipVisionModel of width 32 on 30-pixel images (FramePack's `image_proj_dim=32`) and its processor."""
+    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
+
+    config = SiglipVisionConfig(
+        hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=30, patch_size=2
+    )
+    save_seeded_model(lambda: SiglipVisionModel(config), directory)
+    SiglipImageProcessor(size={"height": 30, "width": 30}).save_pretrained(str(directory))
+
+
+def build_dpt_processor(directory: Path) -> None:
+    """A DPT image processor for 32-pixel inputs (the depth tests build DPT with `image_size=32`)."""
+    from transformers import DPTImageProcessor
+
+    DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(str(directory))
+
+
+def build_clap_feature_extractor(directory: Path) -> None:
+    """A CLAP feature extractor with 8 mel bins (the AudioLDM2 tests' CLAP audio tower: `num_mel_bins=8`)."""
+    from transformers import ClapFeatureExtractor
+
+    ClapFeatureExtractor(feature_size=8).save_pretrained(str(directory))
