@@ -218,6 +218,66 @@ def _check_feature_extractor(loaded: dict) -> None:
     assert getattr(extractor, "feature_size", None) == 8 or extractor.size == {"height": 32, "width": 32}
 
 
+def _sd_pipeline(repo: str) -> dict:
+    from diffusers import DiffusionPipeline, PNDMScheduler
+
+    pipe = DiffusionPipeline.from_pretrained(repo)
+    return {
+        "pipe": pipe,
+        "tokenizer": pipe.tokenizer,
+        "scheduler": PNDMScheduler.from_config(repo, subfolder="scheduler"),
+    }
+
+
+def _check_sd_pipeline(loaded: dict) -> None:
+    pipe = loaded["pipe"]
+    assert type(pipe).__name__ == "StableDiffusionPipeline" and pipe.safety_checker is not None
+    assert pipe.text_encoder.config.hidden_size == pipe.unet.config.cross_attention_dim == 32
+
+
+def _check_sd_pipeline_runs(loaded: dict) -> None:
+    """A 2-step call with classifier-free guidance, and the tiny ControlNet built into a ControlNet pipeline."""
+    from diffusers import ControlNetModel, StableDiffusionControlNetPipeline
+
+    _check_sd_pipeline(loaded)
+    pipe = loaded["pipe"]
+    # Prompt embeddings and no safety checker for the call: see _check_clip on CLIP models under the emulation.
+    pipe.safety_checker = None
+    pipe.set_progress_bar_config(disable=True)
+    embeds = torch.randn(1, 77, 32)
+    call = {"num_inference_steps": 2, "height": 32, "width": 32, "output_type": "pt"}
+    assert pipe(prompt_embeds=embeds, negative_prompt_embeds=embeds, **call).images.shape == (1, 3, 32, 32)
+    controlnet = ControlNetModel.from_pretrained("hf-internal-testing/tiny-controlnet")
+    StableDiffusionControlNetPipeline(**pipe.components, controlnet=controlnet)
+
+
+def _sdxl_pipeline(repo: str) -> dict:
+    from diffusers import DiffusionPipeline
+
+    pipe = DiffusionPipeline.from_pretrained(repo)
+    return {"pipe": pipe, "tokenizer": pipe.tokenizer, "tokenizer_2": pipe.tokenizer_2}
+
+
+def _check_sdxl_pipeline(loaded: dict) -> None:
+    pipe = loaded["pipe"]
+    assert type(pipe).__name__ == "StableDiffusionXLPipeline"
+    unet = pipe.unet  # one UNet step with SDXL's conditioning: the two CLIP widths and six time ids
+    text_time = {"text_embeds": torch.randn(1, 32), "time_ids": torch.zeros(1, 6)}
+    sample = torch.randn(1, 4, 4, 4)
+    out = unet(sample, 1, encoder_hidden_states=torch.randn(1, 77, 64), added_cond_kwargs=text_time).sample
+    assert out.shape == sample.shape
+
+
+def _controlnet(repo: str) -> dict:
+    from diffusers import ControlNetModel
+
+    return {"controlnet": ControlNetModel.from_pretrained(repo)}
+
+
+def _check_controlnet(loaded: dict) -> None:
+    assert loaded["controlnet"].config.cross_attention_dim == 32
+
+
 EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/tiny-random-t5": Expectation(_t5, 1000, _check_t5),
     "hf-internal-testing/tiny-random-T5Model": Expectation(_t5, 1000, _check_t5),
@@ -241,6 +301,10 @@ EXPECTATIONS: dict[str, Expectation] = {
         _feature_extractors, 0, _check_feature_extractor
     ),
     "hf-internal-testing/tiny-random-ClapModel": Expectation(_feature_extractors, 0, _check_feature_extractor),
+    "hf-internal-testing/tiny-stable-diffusion-torch": Expectation(_sd_pipeline, 1000, _check_sd_pipeline_runs),
+    "hf-internal-testing/tiny-sd-pipe": Expectation(_sd_pipeline, 1000, _check_sd_pipeline),
+    "hf-internal-testing/tiny-stable-diffusion-xl-pipe": Expectation(_sdxl_pipeline, 1000, _check_sdxl_pipeline),
+    "hf-internal-testing/tiny-controlnet": Expectation(_controlnet, 0, _check_controlnet),
     "diffusers/consistency-models-test": Expectation(_consistency_unets, 0, _check_consistency_unets),
 }
 

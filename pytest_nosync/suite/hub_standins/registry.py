@@ -34,6 +34,20 @@ _ALL = (
     StandIn("hf-internal-testing/tiny-random-Gemma3ForCausalLM", text.build_gemma_tokenizer, "Gemma tokenizer"),
     StandIn("Qwen/Qwen3-Embedding-0.6B", text.build_qwen3_embedding_tokenizer, "Qwen2 tokenizer only"),
     StandIn(
+        "hf-internal-testing/tiny-stable-diffusion-torch",
+        diffusers.build_tiny_stable_diffusion,
+        "StableDiffusionPipeline of tiny parts (safety checker included), PNDM scheduler",
+    ),
+    StandIn(
+        "hf-internal-testing/tiny-stable-diffusion-xl-pipe",
+        diffusers.build_tiny_stable_diffusion_xl,
+        "StableDiffusionXLPipeline of tiny parts, Euler scheduler",
+    ),
+    StandIn(
+        "hf-internal-testing/tiny-sd-pipe", diffusers.build_tiny_stable_diffusion, "as tiny-stable-diffusion-torch"
+    ),
+    StandIn("hf-internal-testing/tiny-controlnet", diffusers.build_tiny_controlnet, "ControlNetModel for the tiny SD"),
+    StandIn(
         "diffusers/consistency-models-test",
         diffusers.build_consistency_models_test,
         "UNet2DModel (32x32 RGB) in test_unet/ and class-conditional in test_unet_class_cond/",
