@@ -278,10 +278,28 @@ def _check_controlnet(loaded: dict) -> None:
     assert loaded["controlnet"].config.cross_attention_dim == 32
 
 
+def _check_mistral_chat(loaded: dict) -> None:
+    tokenizer = loaded["tokenizer"]  # the processor itself needs torchvision, as the real repository's does
+    messages = [
+        [
+            {"role": "system", "content": [{"type": "text", "text": "You are an AI."}]},
+            {"role": "user", "content": [{"type": "text", "text": "a cat"}]},
+        ]
+    ]
+    inputs = tokenizer.apply_chat_template(
+        messages, tokenize=True, return_dict=True, return_tensors="pt", padding="max_length", max_length=64
+    )
+    assert inputs["input_ids"].shape == (1, 64) and int(inputs["input_ids"].max()) < 32000
+    assert tokenizer.convert_tokens_to_ids("[IMG]") < 32000
+
+
 EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/tiny-random-t5": Expectation(_t5, 1000, _check_t5),
     "hf-internal-testing/tiny-random-T5Model": Expectation(_t5, 1000, _check_t5),
     "hf-internal-testing/tiny-random-T5ForConditionalGeneration": Expectation(_t5, 1000, _check_t5),
+    "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor": Expectation(
+        _auto_tokenizer, 32000, _check_mistral_chat
+    ),
     "hf-internal-testing/tiny-random-umt5": Expectation(_umt5, 1000, _check_umt5),
     "hf-internal-testing/tiny-random-clip": Expectation(_clip, 1000, _check_clip),
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": Expectation(_qwen2_vl, 151936, _check_qwen),

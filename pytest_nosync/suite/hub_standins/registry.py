@@ -28,6 +28,11 @@ _ALL = (
         vl.build_qwen3_vl,
         "Qwen3-VL processor and Qwen3VLForConditionalGeneration",
     ),
+    StandIn(
+        "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor",
+        vl.build_mistral_processor,
+        "Pixtral processor: Mistral tokenizer (<32000 ids, chat template), Pixtral image processor",
+    ),
     StandIn("hf-internal-testing/tiny-random-umt5", text.build_umt5, "UMT5 encoder (d_model 32), T5 tokenizer"),
     StandIn("hf-internal-testing/tiny-random-roberta", text.build_roberta_tokenizer, "RoBERTa tokenizer (<1000 ids)"),
     StandIn("hf-internal-testing/llama-tokenizer", text.build_llama_tokenizer, "Llama tokenizer"),

@@ -347,3 +347,44 @@ def build_mclip_tokenizer(directory: Path) -> None:
         model_max_length=512,
     )
     save_tokenizer_model_config(directory, "xlm-roberta", vocab_size=1005)
+
+
+MISTRAL_CONTROL_TOKENS = [
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[IMG]",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+]
+
+# Mistral's instruction format, for messages whose content is a string or a list of text and image parts.
+MISTRAL_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['content'] is string %}{% set text = message['content'] %}"
+    "{% else %}{% set text = namespace(value='') %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'text' %}{% set text.value = text.value + part['text'] %}"
+    "{% elif part['type'] == 'image' %}{% set text.value = text.value + '[IMG]' %}{% endif %}{% endfor %}"
+    "{% set text = text.value %}{% endif %}"
+    "{% if message['role'] == 'system' %}[SYSTEM_PROMPT]{{ text }}[/SYSTEM_PROMPT]"
+    "{% elif message['role'] == 'user' %}[INST]{{ text }}[/INST]"
+    "{% else %}{{ text }}{{ eos_token }}{% endif %}{% endfor %}"
+)
+
+
+def save_mistral_tokenizer(directory: Path) -> None:
+    """A SentencePiece-style BPE, Mistral's control tokens first, under the 32000 ids of the Flux.2 dummy encoder."""
+    save_tokenizer(
+        sentencepiece_bpe(MISTRAL_CONTROL_TOKENS, style="llama", bos="<s>"),
+        directory,
+        tokenizer_class="LlamaTokenizer",
+        special_tokens={"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<unk>"},
+        model_max_length=131072,
+        additional_special_tokens=MISTRAL_CONTROL_TOKENS[3:],
+        extra_config={"chat_template": MISTRAL_CHAT_TEMPLATE, "add_bos_token": False, "add_eos_token": False},
+    )
+    save_tokenizer_model_config(directory, "mistral", vocab_size=32000)

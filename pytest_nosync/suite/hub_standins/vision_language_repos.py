@@ -20,43 +20,60 @@ QWEN_VOCAB_SIZE = 151936
 QWEN_IMAGE_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 256}
 
 
-def save_qwen_processor(directory: Path, *, processor_class: str, video_processor_type: str, patch_size: int) -> None:
-    """Tokenizer, image-processor, video-processor and chat-template files of a Qwen-VL processor.
+def save_processor_files(
+    directory: Path,
+    *,
+    processor_class: str,
+    image_processor,
+    image_processor_type: str,
+    chat_template: str,
+    processor_config: dict | None = None,
+    video_config: dict | None = None,
+) -> None:
+    """The image-processor, processor, video-processor and chat-template files of a multimodal processor, next to a
+    tokenizer already saved in `directory`.
 
-    Written as files rather than through the processor class: constructing the processor needs torchvision (for
-    its video processor), which loading it needs too, as it does for the real repository. The separate files are
-    the layout the hub repositories have, which transformers loads in every version.
+    Written as files rather than through the processor class: constructing these processors needs torchvision,
+    which loading them needs too, as it does for the real repositories. The separate files are the layout the hub
+    repositories have, which transformers loads in every version.
     """
-    from transformers import Qwen2VLImageProcessor
-
-    save_qwen2_tokenizer(directory)
-    image_processor = Qwen2VLImageProcessor(
-        size=QWEN_IMAGE_PIXELS, patch_size=patch_size, merge_size=2, temporal_patch_size=2
-    )
     image_processor.save_pretrained(str(directory))
     image_config = json.loads((directory / "preprocessor_config.json").read_text())
-    image_config.update(image_processor_type="Qwen2VLImageProcessor", processor_class=processor_class)
+    image_config.update(image_processor_type=image_processor_type, processor_class=processor_class)
     _write_json(directory / "preprocessor_config.json", image_config)
-    video_config = {
-        key: image_config[key]
-        for key in ("do_convert_rgb", "do_normalize", "do_rescale", "do_resize", "image_mean", "image_std")
-        if key in image_config
-    }
-    video_config.update(
-        video_processor_type=video_processor_type,
-        processor_class=processor_class,
-        size=QWEN_IMAGE_PIXELS,
-        patch_size=patch_size,
-        merge_size=2,
-        temporal_patch_size=2,
-        rescale_factor=1 / 255,
-    )
-    _write_json(directory / "video_preprocessor_config.json", video_config)
-    (directory / "chat_template.jinja").write_text(QWEN_CHAT_TEMPLATE)
-    _write_json(directory / "chat_template.json", {"chat_template": QWEN_CHAT_TEMPLATE})
+    if processor_config is not None:
+        _write_json(directory / "processor_config.json", {**processor_config, "processor_class": processor_class})
+    if video_config is not None:
+        shared = ("do_convert_rgb", "do_normalize", "do_rescale", "do_resize", "image_mean", "image_std")
+        video = {key: image_config[key] for key in shared if key in image_config}
+        _write_json(directory / "video_preprocessor_config.json", {**video, **video_config})
+    (directory / "chat_template.jinja").write_text(chat_template)
+    _write_json(directory / "chat_template.json", {"chat_template": chat_template})
     tokenizer_config = json.loads((directory / "tokenizer_config.json").read_text())
     tokenizer_config["processor_class"] = processor_class
     _write_json(directory / "tokenizer_config.json", tokenizer_config)
+
+
+def save_qwen_processor(directory: Path, *, processor_class: str, video_processor_type: str, patch_size: int) -> None:
+    """A Qwen-VL processor: the Qwen2 tokenizer stand-in, image and video processors with `patch_size` pixels."""
+    from transformers import Qwen2VLImageProcessor
+
+    save_qwen2_tokenizer(directory)
+    patches = {"patch_size": patch_size, "merge_size": 2, "temporal_patch_size": 2}
+    save_processor_files(
+        directory,
+        processor_class=processor_class,
+        image_processor=Qwen2VLImageProcessor(size=QWEN_IMAGE_PIXELS, **patches),
+        image_processor_type="Qwen2VLImageProcessor",
+        chat_template=QWEN_CHAT_TEMPLATE,
+        video_config={
+            "video_processor_type": video_processor_type,
+            "processor_class": processor_class,
+            "size": QWEN_IMAGE_PIXELS,
+            "rescale_factor": 1 / 255,
+            **patches,
+        },
+    )
 
 
 def _write_json(path: Path, content: dict) -> None:
@@ -202,3 +219,21 @@ def build_clap_feature_extractor(directory: Path) -> None:
     from transformers import ClapFeatureExtractor
 
     ClapFeatureExtractor(feature_size=8).save_pretrained(str(directory))
+
+
+def build_mistral_processor(directory: Path) -> None:
+    """A Pixtral processor (Mistral Small 3.1's): the Mistral tokenizer stand-in, a Pixtral image processor for
+    6-pixel patches (the Flux.2 tests' Pixtral tower), and Mistral's chat template."""
+    from transformers import PixtralImageProcessor
+
+    from .text_repos import MISTRAL_CHAT_TEMPLATE, save_mistral_tokenizer
+
+    save_mistral_tokenizer(directory)
+    save_processor_files(
+        directory,
+        processor_class="PixtralProcessor",
+        image_processor=PixtralImageProcessor(patch_size=6, size={"longest_edge": 30}),
+        image_processor_type="PixtralImageProcessor",
+        chat_template=MISTRAL_CHAT_TEMPLATE,
+        processor_config={"patch_size": 6, "spatial_merge_size": 1, "image_token": "[IMG]"},
+    )
