@@ -293,6 +293,19 @@ def _check_mistral_chat(loaded: dict) -> None:
     assert tokenizer.convert_tokens_to_ids("[IMG]") < 32000
 
 
+def _cosmos3(repo: str) -> dict:
+    return _auto_tokenizer(repo, subfolder="text_tokenizer")
+
+
+def _glm4(repo: str) -> dict:
+    return _auto_tokenizer(repo, trust_remote_code=True)  # no auto_map: nothing remote is asked for
+
+
+def _check_glm4(loaded: dict) -> None:
+    tokenizer = loaded["tokenizer"]
+    assert tokenizer.pad_token_id == 151329 and tokenizer.convert_tokens_to_ids("<|user|>") == 151336
+
+
 EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/tiny-random-t5": Expectation(_t5, 1000, _check_t5),
     "hf-internal-testing/tiny-random-T5Model": Expectation(_t5, 1000, _check_t5),
@@ -300,6 +313,8 @@ EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/Mistral-Small-3.1-24B-Instruct-2503-only-processor": Expectation(
         _auto_tokenizer, 32000, _check_mistral_chat
     ),
+    "hf-internal-testing/tiny-cosmos3-modular-pipe": Expectation(_cosmos3, 151657, _check_qwen),
+    "THUDM/glm-4-9b-chat": Expectation(_glm4, 151552, _check_glm4),
     "hf-internal-testing/tiny-random-umt5": Expectation(_umt5, 1000, _check_umt5),
     "hf-internal-testing/tiny-random-clip": Expectation(_clip, 1000, _check_clip),
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": Expectation(_qwen2_vl, 151936, _check_qwen),

@@ -33,6 +33,12 @@ _ALL = (
         vl.build_mistral_processor,
         "Pixtral processor: Mistral tokenizer (<32000 ids, chat template), Pixtral image processor",
     ),
+    StandIn(
+        "hf-internal-testing/tiny-cosmos3-modular-pipe",
+        text.build_cosmos3_text_tokenizer,
+        "Qwen2 tokenizer in text_tokenizer/ only (the tests build the rest)",
+    ),
+    StandIn("THUDM/glm-4-9b-chat", text.build_glm4_tokenizer, "GLM-4 tokenizer (real special ids) only"),
     StandIn("hf-internal-testing/tiny-random-umt5", text.build_umt5, "UMT5 encoder (d_model 32), T5 tokenizer"),
     StandIn("hf-internal-testing/tiny-random-roberta", text.build_roberta_tokenizer, "RoBERTa tokenizer (<1000 ids)"),
     StandIn("hf-internal-testing/llama-tokenizer", text.build_llama_tokenizer, "Llama tokenizer"),

@@ -388,3 +388,49 @@ def save_mistral_tokenizer(directory: Path) -> None:
         extra_config={"chat_template": MISTRAL_CHAT_TEMPLATE, "add_bos_token": False, "add_eos_token": False},
     )
     save_tokenizer_model_config(directory, "mistral", vocab_size=32000)
+
+
+def build_cosmos3_text_tokenizer(directory: Path) -> None:
+    """A repository whose Qwen2 tokenizer lives in `text_tokenizer/` (the Cosmos 3 tests load it with `subfolder=`)."""
+    save_qwen2_tokenizer(directory / "text_tokenizer")
+    save_tokenizer_model_config(directory / "text_tokenizer", "qwen2", vocab_size=151657)
+
+
+GLM4_SPECIAL_IDS = {
+    token: 151329 + i
+    for i, token in enumerate(
+        [
+            "<|endoftext|>",
+            "[MASK]",
+            "[gMASK]",
+            "[sMASK]",
+            "<sop>",
+            "<eop>",
+            "<|system|>",
+            "<|user|>",
+            "<|assistant|>",
+            "<|observation|>",
+            "<|begin_of_image|>",
+            "<|end_of_image|>",
+            "<|begin_of_video|>",
+            "<|end_of_video|>",
+        ]
+    )
+}
+
+
+def build_glm4_tokenizer(directory: Path) -> None:
+    """GLM-4's byte-level BPE with its special tokens at their real ids (151329…), under GlmConfig's 151552 ids.
+
+    The real repository loads its tokenizer from remote code; this one is a plain fast tokenizer, which
+    `AutoTokenizer.from_pretrained(..., trust_remote_code=True)` loads as well.
+    """
+    save_tokenizer(
+        byte_level_bpe(GLM4_SPECIAL_IDS, style="qwen2"),
+        directory,
+        tokenizer_class="PreTrainedTokenizerFast",
+        special_tokens={"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
+        model_max_length=128000,
+        additional_special_tokens=[t for t in GLM4_SPECIAL_IDS if t != "<|endoftext|>"],
+    )
+    save_tokenizer_model_config(directory, "glm", vocab_size=151552)
