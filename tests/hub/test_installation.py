@@ -149,3 +149,27 @@ def test_an_interrupted_build_leaves_nothing_taken_for_complete(
     with pytest.raises(RuntimeError, match="interrupted"):
         materialize(standin.repo_id, tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_standin_whose_build_lacks_a_module_is_left_out(
+    tmp_path: Path, empty_offline_hub: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def build(directory: Path) -> None:
+        raise AssertionError("must not be built")
+
+    standin = StandIn("example/needs-more", build, "a test repository", requires=("no_such_module_for_nosync",))
+    monkeypatch.setitem(STANDINS, standin.repo_id, standin)
+    with hub_standins(tmp_path, offline=True, repos=[standin.repo_id]) as installation:
+        assert installation.stood_in == ()
+        assert installation.unavailable == {standin.repo_id: ["no_such_module_for_nosync"]}
+
+
+@pytest.mark.parametrize("repo_id", [T5, "hf-internal-testing/tiny-random-chatglm3-6b"])
+def test_builds_are_reproducible(repo_id: str, tmp_path: Path) -> None:
+    for module in STANDINS[repo_id].requires:
+        pytest.importorskip(module)
+    first, second = (materialize(repo_id, tmp_path / name) for name in ("a", "b"))
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(second) for p in second.rglob("*") if p.is_file())
+    for relative in files:
+        assert (first / relative).read_bytes() == (second / relative).read_bytes(), relative

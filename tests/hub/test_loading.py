@@ -306,6 +306,26 @@ def _check_glm4(loaded: dict) -> None:
     assert tokenizer.pad_token_id == 151329 and tokenizer.convert_tokens_to_ids("<|user|>") == 151336
 
 
+def _chatglm3(repo: str) -> dict:
+    from diffusers.pipelines.kolors import ChatGLMModel, ChatGLMTokenizer
+
+    return {"tokenizer": ChatGLMTokenizer.from_pretrained(repo), "model": ChatGLMModel.from_pretrained(repo)}
+
+
+def _check_chatglm3(loaded: dict) -> None:
+    tokenizer, model = loaded["tokenizer"], loaded["model"]
+    inputs = tokenizer([PROMPT], padding="max_length", max_length=16, truncation=True, return_tensors="pt")
+    assert int(inputs.input_ids.max()) < model.config.padded_vocab_size
+    out = model(
+        input_ids=inputs.input_ids,
+        attention_mask=inputs.attention_mask,
+        position_ids=inputs.position_ids,
+        output_hidden_states=True,
+    )
+    assert out.hidden_states[-2].shape == (16, 1, 8)  # Kolors' cross_attention_dim
+    assert torch.isfinite(out.hidden_states[-1]).all()
+
+
 EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/tiny-random-t5": Expectation(_t5, 1000, _check_t5),
     "hf-internal-testing/tiny-random-T5Model": Expectation(_t5, 1000, _check_t5),
@@ -325,6 +345,7 @@ EXPECTATIONS: dict[str, Expectation] = {
     "hf-internal-testing/tiny-gemma3": Expectation(_gemma3, 1000, _check_gemma3),
     "finetrainers/dummy-hunyaunvideo": Expectation(_llama_subfolder, 1000),
     "hf-internal-testing/llama-tokenizer": Expectation(_auto_tokenizer, 1000),
+    "hf-internal-testing/tiny-random-chatglm3-6b": Expectation(_chatglm3, 512, _check_chatglm3),
     "hf-internal-testing/tiny-random-BertModel": Expectation(_bert, 1000, _check_bert),
     "hf-internal-testing/tiny-random-roberta": Expectation(_roberta, 1000),
     "hf-internal-testing/tiny-random-LlamaForCausalLM": Expectation(_llama_causal_lm, 1000, _check_llama_causal_lm),
@@ -349,6 +370,8 @@ def test_every_standin_has_an_expectation() -> None:
 @pytest.mark.parametrize("repo_id", list(EXPECTATIONS))
 def test_standin_loads_offline(repo_id: str, standin_root: Path, empty_offline_hub: Path) -> None:
     expectation = EXPECTATIONS[repo_id]
+    for module in STANDINS[repo_id].requires:
+        pytest.importorskip(module)
     with hub_standins(standin_root, offline=True) as installation:
         assert repo_id in installation.stood_in
         loaded = expectation.load(repo_id)

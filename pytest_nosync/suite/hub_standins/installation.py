@@ -52,6 +52,7 @@ class Installation:
 
     overlay: Path | None = None
     stood_in: tuple[str, ...] = ()
+    unavailable: dict[str, list[str]] = field(default_factory=dict)  # repo id -> modules its build lacks
     _patches: list[tuple[object, str, object]] = field(default_factory=list)
 
     @property
@@ -126,7 +127,8 @@ def install(
 
     `offline=None` decides with `hub_reachable()`; `False` installs nothing (the hub serves the real repositories);
     `True` installs regardless. `repos` limits the stand-ins to those ids (default: all registered). Stand-ins are
-    built into `root` (default: `default_root()`) on first use. Returns the `Installation`; call it to restore.
+    built into `root` (default: `default_root()`) on first use; one whose build needs a module that is not installed
+    is left out and listed in `Installation.unavailable`. Returns the `Installation`; call it to restore.
     """
     if offline is None:
         offline = not hub_reachable()
@@ -141,6 +143,11 @@ def install(
         raise KeyError(f"no hub stand-in registered for {unknown}")
     real_cache = Path(constants.HF_HUB_CACHE)
     missing = [repo_id for repo_id in wanted if not present_in_cache(real_cache, repo_id)]
+    for repo_id in list(missing):
+        lacking = STANDINS[repo_id].missing_requirements()
+        if lacking:
+            installation.unavailable[repo_id] = lacking
+            missing.remove(repo_id)
     root = Path(root) if root is not None else default_root()
     built = {repo_id: materialize(repo_id, root) for repo_id in missing}
     copies = {name: _imported(name) for name in {*_COPIES_OF_CACHE_PATH, *_COPIES_OF_OFFLINE_FLAG}}

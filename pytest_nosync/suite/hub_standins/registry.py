@@ -22,6 +22,12 @@ _ALL = (
         text.build_llama_tokenizer_subfolder,
         "Llama tokenizer (<1000 ids) in tokenizer/",
     ),
+    StandIn(
+        "hf-internal-testing/tiny-random-chatglm3-6b",
+        text.build_chatglm3,
+        "diffusers' ChatGLMModel (width 8), ChatGLMTokenizer's SentencePiece model (400 pieces)",
+        requires=("sentencepiece", "diffusers"),
+    ),
     StandIn("hf-internal-testing/tiny-random-BertModel", text.build_bert, "BertModel (width 32), WordPiece tokenizer"),
     StandIn(
         "huangfeice/tiny-random-Qwen3VLForConditionalGeneration",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +15,19 @@ class StandIn:
 
     `build(directory)` writes every file the tests read (configs, tokenizer files, tiny seeded weights) with
     `save_pretrained`; `version` is raised whenever what `build` writes changes, so saved copies are rebuilt.
-    `covers` says what the tests get from it, for people reading the registry.
+    `covers` says what the tests get from it, for people reading the registry. `requires` names modules the
+    build needs beyond transformers and tokenizers (the tests that load the repository need them too); without
+    them the stand-in is left out.
     """
 
     repo_id: str
     build: Callable[[Path], None]
     covers: str
     version: int = 1
+    requires: tuple[str, ...] = ()
+
+    def missing_requirements(self) -> list[str]:
+        return [name for name in self.requires if importlib.util.find_spec(name) is None]
 
     @property
     def commit_hash(self) -> str:

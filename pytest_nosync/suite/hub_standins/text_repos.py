@@ -8,6 +8,7 @@ Sizes follow what diffusers' dummy components build around them: the T5 and UMT5
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from .seeded import save_seeded_model
@@ -434,3 +435,71 @@ def build_glm4_tokenizer(directory: Path) -> None:
         additional_special_tokens=[t for t in GLM4_SPECIAL_IDS if t != "<|endoftext|>"],
     )
     save_tokenizer_model_config(directory, "glm", vocab_size=151552)
+
+
+def build_chatglm3(directory: Path) -> None:
+    """ChatGLM3 as Kolors loads it: diffusers' ChatGLMModel of width 8 (the Kolors tests' `cross_attention_dim=8`)
+    and diffusers' ChatGLMTokenizer, which reads a SentencePiece model file: trained here, in memory, on the
+    vocabulary of `words` (it needs the `sentencepiece` package, as ChatGLMTokenizer does)."""
+    import io
+
+    import sentencepiece as spm
+    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig, ChatGLMModel
+
+    from .words import ASCII_CHARACTERS, COMMON_WORDS
+
+    lines = [" ".join(COMMON_WORDS[i : i + 8]) for i in range(0, len(COMMON_WORDS), 8)] + [" ".join(ASCII_CHARACTERS)]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 4),
+        model_writer=model,
+        vocab_size=400,
+        model_type="bpe",
+        character_coverage=1.0,
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        hard_vocab_limit=False,
+        num_threads=1,
+        minloglevel=2,
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "tokenizer.model").write_bytes(model.getvalue())
+    tokenizer_config = {
+        "tokenizer_class": "ChatGLMTokenizer",
+        "padding_side": "left",
+        "remove_space": False,
+        "do_lower_case": False,
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 8192,
+    }
+    (directory / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
+    config = ChatGLMConfig(
+        num_layers=2,
+        padded_vocab_size=512,  # above the 400 pieces and the 9 special tokens ChatGLMTokenizer appends
+        hidden_size=8,
+        ffn_hidden_size=16,
+        kv_channels=4,
+        num_attention_heads=2,
+        seq_length=1024,
+        multi_query_attention=True,
+        multi_query_group_num=1,
+        original_rope=True,  # ChatGLM3's config sets it; the model reads it
+        torch_dtype="float32",
+    )
+    save_seeded_model(lambda: _initialized(ChatGLMModel(config)), directory)
+
+
+def _initialized(model):
+    """Fill every parameter from the (seeded) global generator: ChatGLM skips initializing its embedding and layers,
+    which would leave whatever memory held, different in every build."""
+    import torch
+
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.dim() == 1:
+                parameter.fill_(1.0)  # norm scales (the model has no biases)
+            else:
+                parameter.normal_(0.0, 0.02)
+    return model
