@@ -1,8 +1,10 @@
-"""The registry: hub repository id -> the stand-in that builds it. Ordered by how many test modules load it."""
+"""The registry: hub repository id -> the stand-in that builds it. Roughly in the order of how many of diffusers'
+pipeline test modules load the repository.
+"""
 
 from __future__ import annotations
 
-from . import diffusers_repos as diffusers
+from . import diffusers_repos as pipes
 from . import text_repos as text
 from . import vision_language_repos as vl
 from .standin import StandIn
@@ -52,21 +54,19 @@ _ALL = (
     StandIn("Qwen/Qwen3-Embedding-0.6B", text.build_qwen3_embedding_tokenizer, "Qwen2 tokenizer only"),
     StandIn(
         "hf-internal-testing/tiny-stable-diffusion-torch",
-        diffusers.build_tiny_stable_diffusion,
+        pipes.build_tiny_stable_diffusion,
         "StableDiffusionPipeline of tiny parts (safety checker included), PNDM scheduler",
     ),
     StandIn(
         "hf-internal-testing/tiny-stable-diffusion-xl-pipe",
-        diffusers.build_tiny_stable_diffusion_xl,
+        pipes.build_tiny_stable_diffusion_xl,
         "StableDiffusionXLPipeline of tiny parts, Euler scheduler",
     ),
-    StandIn(
-        "hf-internal-testing/tiny-sd-pipe", diffusers.build_tiny_stable_diffusion, "as tiny-stable-diffusion-torch"
-    ),
-    StandIn("hf-internal-testing/tiny-controlnet", diffusers.build_tiny_controlnet, "ControlNetModel for the tiny SD"),
+    StandIn("hf-internal-testing/tiny-sd-pipe", pipes.build_tiny_stable_diffusion, "as tiny-stable-diffusion-torch"),
+    StandIn("hf-internal-testing/tiny-controlnet", pipes.build_tiny_controlnet, "ControlNetModel for the tiny SD"),
     StandIn(
         "diffusers/consistency-models-test",
-        diffusers.build_consistency_models_test,
+        pipes.build_consistency_models_test,
         "UNet2DModel (32x32 RGB) in test_unet/ and class-conditional in test_unet_class_cond/",
     ),
     StandIn(
