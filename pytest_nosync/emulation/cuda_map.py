@@ -18,6 +18,8 @@ Code that branches on `tensor.is_cuda` or `device.type == "cuda"` still sees the
 from __future__ import annotations
 
 import contextlib
+import os
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -144,6 +146,18 @@ def _generator_class(original: type) -> type:
     return Generator
 
 
+# What code asking about "the GPU" is told: the host's memory is the emulated device's (test suites read
+# total_memory to decide whether a big model fits).
+_PROPERTIES = types.SimpleNamespace(
+    name="pytest-nosync emulated device (CPU)",
+    total_memory=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else 2**34,
+    major=9,
+    minor=0,
+    multi_processor_count=os.cpu_count() or 1,
+    is_integrated=False,
+)
+
+
 def _cuda_module() -> dict[str, Callable[..., Any]]:
     memory = tensor.memory
     current = Stream()
@@ -156,6 +170,8 @@ def _cuda_module() -> dict[str, Callable[..., Any]]:
         "set_device": lambda device: None,
         "get_device_name": lambda device=None: "pytest-nosync emulated device (CPU)",
         "get_device_capability": lambda device=None: (9, 0),
+        "get_device_properties": lambda device=None: _PROPERTIES,
+        "mem_get_info": lambda device=None: (_PROPERTIES.total_memory - memory.allocated, _PROPERTIES.total_memory),
         "is_bf16_supported": lambda *args, **kwargs: True,
         "synchronize": lambda device=None: None,
         "Event": Event,

@@ -51,6 +51,14 @@ def test_memory_statistics_follow_the_live_device_storages(mapped: torch.device)
     assert torch.cuda.memory_allocated() == before == tensor.memory.allocated
 
 
+def test_device_properties_answer_for_the_host(mapped: torch.device) -> None:
+    """Test suites read them to decide what fits (diffusers' require_big_accelerator, at collection)."""
+    properties = torch.cuda.get_device_properties(0)
+    assert properties.total_memory > 2**30 and properties.name.startswith("pytest-nosync")
+    free, total = torch.cuda.mem_get_info()
+    assert total == properties.total_memory and 0 < free <= total
+
+
 def test_explicit_synchronizations_are_findings_as_on_a_gpu(mapped: torch.device) -> None:
     x = torch.ones(4, device="cuda")
     stream, event = torch.cuda.Stream(), torch.cuda.Event()
