@@ -13,6 +13,7 @@ import weakref
 from typing import Any
 
 import torch
+import torch.utils._device
 
 from . import syncs
 from .identity import DEVICE_TYPE
@@ -217,7 +218,19 @@ def accept_device_elements() -> Any:
     error only, the device values are read back one by one (each read is a device→host sync, recorded where
     the list is built), the tensor is built on the host and copied to the device (the host→device copy a GPU
     makes too). Part of the emulation's installed state, like the device name itself; returns the original.
+
+    The default device still applies (`with torch.device("meta")`, `set_default_device`): torch's DeviceContext
+    gives it to the factories in `torch.utils._device._device_constructors()`, a set it builds on its first call,
+    by identity, from the `torch.*` attributes of that moment. Built after the swap, it would hold this wrapper,
+    which no torch-function mode ever sees (they see the builtin it calls): `torch.tensor` would ignore the
+    default device. transformers reads it back with `torch.tensor([]).device` while building a model on meta for
+    `from_pretrained`; told "cpu", it ran its weight init on the meta model and marked every module initialized,
+    so the non-persistent buffers it re-creates empty after loading were never filled. The set is built here,
+    before the swap, so that it holds the builtin.
     """
+    _device_constructors = getattr(torch.utils._device, "_device_constructors", None)
+    if _device_constructors is not None:
+        _device_constructors()  # cached from now on: the builtin torch.tensor stays a device constructor
     original = torch.tensor
 
     @functools.wraps(original)

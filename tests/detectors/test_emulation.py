@@ -151,6 +151,26 @@ def test_the_device_is_never_taken_for_an_accelerator(device: torch.device) -> N
         assert not accelerator.is_available()
 
 
+def test_a_saved_model_loads_with_its_non_persistent_buffers(device: torch.device, tmp_path) -> None:
+    # transformers builds the model under `with torch.device("meta")` and reads that device back with
+    # torch.tensor([]); taken for the CPU, it "initialized" the meta model, and the non-persistent buffers
+    # it re-creates empty after loading were never filled (CLIP's position_ids held garbage).
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(
+        hidden_size=32, intermediate_size=37, num_attention_heads=4, num_hidden_layers=2, vocab_size=1000
+    )
+    saved = CLIPTextModel(config)
+    saved.save_pretrained(tmp_path)
+    loaded = CLIPTextModel.from_pretrained(tmp_path)
+    expected = dict(saved.named_buffers())
+    assert {name for name, _ in loaded.named_buffers()} == set(expected)
+    for name, buffer in loaded.named_buffers():
+        assert torch.equal(buffer, expected[name]), name
+    with torch.device("meta"):
+        assert torch.tensor([]).device.type == "meta"
+
+
 # ---- modes, placement, restored state -----------------------------------------------------------
 def test_error_mode_raises_only_inside_steps(device: torch.device) -> None:
     x = torch.ones(4, device=device)
