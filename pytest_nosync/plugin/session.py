@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from ..policy import KnownMatcher
     from ..profiling.config import TraceConfig
+    from .census import Census
     from .suite_run import SuiteRun
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
@@ -54,6 +55,7 @@ class NosyncSession:
         self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
         self.written: int | None = None  # baseline entries written
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
+        self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
         self._unmap_cuda = self._map_cuda()
 
     @classmethod
@@ -76,7 +78,10 @@ class NosyncSession:
         session = cls(config, settings, role, known)
         config.pluginmanager.register(session, "nosync-session")
         from . import graph_helpers
+        from .census import Census
 
+        session.census = Census(session)
+        config.pluginmanager.register(session.census, "nosync-census")
         if graph_helpers.wanted(session):
             session.suite.helpers = graph_helpers.GraphHelperRun(session)
             config.pluginmanager.register(session.suite.helpers, "nosync-graph-helpers")
@@ -285,6 +290,8 @@ class NosyncSession:
             ],
             "seconds_per_target": self.per_target(),
         }
+        if self.census is not None and self.census.outcomes:
+            extra["census"] = self.census.document()
         doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)
         run_report.write(self.settings.report, doc)
 

@@ -25,11 +25,20 @@ from .guarded_call import error_report, guarded_call
 CallKwargs = Callable[[int], dict[str, Any]]  # steps → fresh kwargs of a realistic call
 
 
+HISTORY_STEPS = (
+    4  # the longest history a diffusers scheduler keeps in a list (PNDM's and IPNDM's ets, LMS's derivatives)
+)
+
+
 def scheduler_order(pipe: Any) -> int:
-    """Steps a multistep scheduler needs before its state stops growing (its solver order)."""
+    """Steps a multistep scheduler needs before its state stops growing: its solver order, or, for a scheduler that
+    keeps past model outputs in a list of its own (which grows until it reaches its length), the longest such
+    history."""
     scheduler = getattr(pipe, "scheduler", None)
     config = getattr(scheduler, "config", None)
-    return int(getattr(config, "solver_order", None) or getattr(scheduler, "order", 1) or 1)
+    order = int(getattr(config, "solver_order", None) or getattr(scheduler, "order", 1) or 1)
+    keeps_history = any(isinstance(value, list) for value in vars(scheduler).values()) if scheduler else False
+    return max(order, HISTORY_STEPS) if keeps_history else order
 
 
 def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
@@ -53,6 +62,13 @@ def warm(pipe: Any, call_kwargs: CallKwargs, steps: int) -> None:
         pipe(**call_kwargs(steps))
     _warm.add(id(pipe))
     with contextlib.suppress(TypeError):  # not weakly referable: its id stays (a later object with it is not warmed)
+        weakref.finalize(pipe, _warm.discard, id(pipe))
+
+
+def warmed(pipe: Any) -> None:
+    """Count a pipeline as warm: a caller made its first call itself (the census's calibrating call)."""
+    _warm.add(id(pipe))
+    with contextlib.suppress(TypeError):
         weakref.finalize(pipe, _warm.discard, id(pipe))
 
 

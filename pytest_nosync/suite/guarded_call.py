@@ -5,6 +5,8 @@ the exception and the diffusers version, or a known issue when the baseline list
 
 from __future__ import annotations
 
+import functools
+import inspect
 import traceback
 from collections.abc import Callable
 from dataclasses import replace
@@ -80,16 +82,26 @@ def _failing(report: Report) -> set[tuple]:
 
 def _call(pipe: Any, kwargs: dict[str, Any], options: GuardOptions, test_id: str, check: str, target: str) -> Report:
     guard = Guard(pipe, options, test_id=test_id, check=check, target=target)
+    if _takes_step_callback(type(pipe)):  # its step ends there; for the others at their scheduler's step (annotate)
+        kwargs = {**kwargs, "callback_on_step_end": guard.callback_on_step_end}
     with guard:
         try:
             with torch.no_grad():
-                pipe(**kwargs, callback_on_step_end=guard.callback_on_step_end)
+                pipe(**kwargs)
         except Exception as exc:
             if not guard.absorb(exc):
                 record_error(guard, exc)
             elif RECOMPILE_MESSAGE not in str(exc):
                 raise
     return guard.report
+
+
+@functools.lru_cache(maxsize=512)
+def _takes_step_callback(cls: type) -> bool:
+    try:
+        return "callback_on_step_end" in inspect.signature(cls.__call__).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def error_details(exc: BaseException) -> dict[str, Any]:

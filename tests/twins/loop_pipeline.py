@@ -7,13 +7,15 @@ import inspect
 from typing import Any
 
 import torch
-from diffusers import DiffusionPipeline
+from diffusers import ConfigMixin, DiffusionPipeline, ModelMixin
+from diffusers.configuration_utils import register_to_config
 
 
-class Denoiser(torch.nn.Module):
-    def __init__(self) -> None:
+class Denoiser(ModelMixin, ConfigMixin):
+    @register_to_config
+    def __init__(self, width: int = 8) -> None:
         super().__init__()
-        self.linear = torch.nn.Linear(8, 8)
+        self.linear = torch.nn.Linear(width, width)
 
     def forward(self, latents: torch.Tensor) -> torch.Tensor:
         return self.linear(latents)
@@ -35,28 +37,49 @@ class Scheduler:
 class LoopPipeline(DiffusionPipeline):
     def __init__(self, transformer: Denoiser, scheduler: Scheduler) -> None:
         super().__init__()
-        self.transformer = transformer
-        self.scheduler = scheduler
+        self.register_modules(transformer=transformer, scheduler=scheduler)
+
+    denoiser = "transformer"  # the attribute its loop calls
 
     def __call__(
-        self, latents: torch.Tensor, num_inference_steps: int = 3, read_early: bool = False, iterate: bool = False
+        self,
+        latents: torch.Tensor,
+        num_inference_steps: int = 3,
+        strength: float = 1.0,
+        read_early: bool = False,
+        iterate: bool = False,
+        fail: bool = False,
     ) -> torch.Tensor:
+        """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop."""
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
+        timesteps = self.scheduler.timesteps[num_inference_steps - int(num_inference_steps * strength) :]
         if iterate:
-            for t in self.progress_bar(self.scheduler.timesteps):
-                latents = self._iteration(latents, t, read_early)
+            for t in self.progress_bar(timesteps):
+                latents = self._iteration(latents, t, read_early, fail)
         else:
-            with self.progress_bar(total=num_inference_steps) as bar:
-                for t in self.scheduler.timesteps:
-                    latents = self._iteration(latents, t, read_early)
+            with self.progress_bar(total=len(timesteps)) as bar:
+                for t in timesteps:
+                    latents = self._iteration(latents, t, read_early, fail)
                     bar.update()
         return latents * 2
 
-    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool) -> torch.Tensor:
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
         if read_early:
             latents = latents * float(t)  # twin: read before the denoiser
-        noise = self.transformer(latents)
+        if fail:
+            raise ValueError("the loop fails")  # twin: raises in the loop
+        noise = getattr(self, self.denoiser)(latents)
         return self.scheduler.step(noise, t, latents)
+
+
+class NetPipeline(LoopPipeline):
+    """The same loop with its denoiser under a name no pipeline uses: found by its calls, not its name."""
+
+    denoiser = "net"
+
+    def __init__(self, net: Denoiser, scheduler: Scheduler) -> None:
+        DiffusionPipeline.__init__(self)
+        self.register_modules(net=net, scheduler=scheduler)
 
 
 def build(device: torch.device) -> LoopPipeline:

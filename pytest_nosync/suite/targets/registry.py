@@ -76,12 +76,20 @@ def build_pipeline(
         )
     cls = getattr(diffusers, target.pipeline_class)
     if checkpoint is None:
-        pipe = cls(**target.build_components())
-        for component in pipe.components.values():
-            if isinstance(component, torch.nn.Module):
-                _cast_like_from_pretrained(component, dtype)
-    else:
-        pipe = _from_checkpoint(target, cls, checkpoint, dtype)
+        return assemble(cls, target.build_components(), device, dtype)
+    return placed(_from_checkpoint(target, cls, checkpoint, dtype), device)
+
+
+def assemble(cls: Any, components: dict[str, Any], device: torch.device | str, dtype: torch.dtype) -> Any:
+    """`cls(**components)` in `dtype` (as from_pretrained would load it) on `device`, progress bar off."""
+    pipe = cls(**components)
+    for component in pipe.components.values():
+        if isinstance(component, torch.nn.Module):
+            _cast_like_from_pretrained(component, dtype)
+    return placed(pipe, device)
+
+
+def placed(pipe: Any, device: torch.device | str) -> Any:
     pipe.to(device)
     pipe.set_progress_bar_config(disable=True)
     return pipe

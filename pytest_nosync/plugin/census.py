@@ -1,0 +1,236 @@
+"""Every diffusers pipeline under the gate: nosync checks beside each pipeline tester class of a diffusers checkout.
+
+Collected with --nosync, a test module's tester class (suite.testers) gets one item per check of the suite,
+`<module>::<TestClass>::nosync[<check>]`, marked `gpu` and `nosync`: `pytest tests/pipelines -m gpu --nosync` runs
+them and none of diffusers' own tests (unmarked, unchanged, and untouched without --nosync); `-k nosync` selects them
+among the others. Each item runs the same check as the suite's test of a target (suite.checks.run_check: one guarded
+call, the same detectors, baseline, reports and traces) on the tester's pipeline, built once per run from its
+`get_dummy_components()` and calibrated by one plain call. A tester that cannot be driven here is skipped with its
+reason and counted; the summary says the coverage. Where the hub cannot be reached, the repositories the testers
+load are stood in for by repositories built in code (suite.hub_standins), and the run says so.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ..checks import SUITE_CHECKS
+from ..findings import Report
+
+if TYPE_CHECKING:
+    from ..suite.hub_standins import Installation
+    from ..suite.testers import Tester
+    from .session import NosyncSession
+
+CENSUS = "nosync"  # the item's name prefix: nosync[<check>]
+
+
+class TesterCheck(pytest.Item):
+    """One check of one tester class's pipeline."""
+
+    def __init__(self, *, tester_class: type, check: str, census: Census, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tester_class = tester_class
+        self.check = check
+        self.census = census
+        for mark in (pytest.mark.gpu, pytest.mark.nosync, pytest.mark.xdist_group(self.class_id)):
+            self.add_marker(mark)
+
+    @property
+    def class_id(self) -> str:
+        return self.nodeid.rsplit("::", 1)[0]
+
+    def runtest(self) -> None:
+        report = self.census.run(self)
+        self.census.session.add_report(self, report)
+        if report.passed is False:
+            from .. import render
+
+            pytest.fail(render.render_report(report, self.census.session.root), pytrace=False)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.class_id}::{self.name}"
+
+
+@dataclass
+class _Built:
+    """A tester's state in this run: its driver, and its pipeline per device (or why it cannot be driven)."""
+
+    tester: Tester | None = None
+    pipelines: dict[str, Any] = field(default_factory=dict)
+    not_drivable: str = ""
+    error: BaseException | None = None  # the plain call raised: every check reports it as its finding
+
+
+class Census:
+    """Registered by the session: adds the items, drives them, installs the hub stand-ins, says the coverage."""
+
+    def __init__(self, session: NosyncSession) -> None:
+        self.session = session
+        self._built: dict[type, _Built] = {}
+        self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
+        self.hub: Installation | None = None
+        self.outcomes: dict[str, dict[str, str]] = {}  # tester class id → check → passed/failed/skip reason
+
+    # ---- collection ----------------------------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: Any) -> Generator[None, Any, Any]:
+        result = yield
+        if not inspect.isclass(obj):
+            return result
+        from ..suite import testers
+
+        if not testers.is_pipeline_tester(obj):
+            return result
+        nodes = result if isinstance(result, list) else [result]
+        source = testers.provider(obj)
+        claimed = self._claimed.setdefault(collector, set())
+        for node in nodes:
+            if isinstance(node, pytest.Class) and source not in claimed:
+                claimed.add(source)
+                self._add_checks(node, obj)
+        return result
+
+    def _add_checks(self, node: pytest.Class, tester_class: type) -> None:
+        collect = node.collect
+
+        def with_checks() -> list[Any]:
+            own = list(collect())
+            return own + [
+                TesterCheck.from_parent(
+                    node, name=f"{CENSUS}[{check}]", tester_class=tester_class, check=check, census=self
+                )
+                for check in SUITE_CHECKS
+            ]
+
+        node.collect = with_checks  # type: ignore[method-assign]
+
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter says what was collected (and asks us)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if self.hub is None and any(isinstance(item, TesterCheck) for item in session.items):
+            from ..suite import hub_standins
+
+            self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
+
+    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        checks = [item for item in items if isinstance(item, TesterCheck)]
+        if not checks:
+            return []
+        lines = [f"nosync: {len({i.class_id for i in checks})} pipeline tester class(es), {len(checks)} check(s)"]
+        hub = self.hub
+        if hub is not None and hub.active:
+            lines.append(
+                f"nosync: the hub cannot be reached: {len(hub.stood_in)} repositories the testers load are stood in "
+                "for by tiny ones built in code (suite.hub_standins; nothing is downloaded)"
+            )
+        return lines
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.hub is not None:
+            self.hub.restore()
+            self.hub = None
+
+    # ---- running -------------------------------------------------------------------------------------------------
+    def run(self, item: TesterCheck) -> Report:
+        """The item's check on its tester's pipeline (see the module docstring)."""
+        from .. import devices
+        from ..suite.checks import run_check
+        from ..suite.guarded_call import error_report
+
+        ctx = self._context()
+        device = devices.for_checks(ctx.device, (item.check,))
+        built, pipe = self._pipeline(item.tester_class, replace(ctx, device=device))
+        tester = built.tester
+        options = self.session.guard_options(item, item.check, tester.name, denoiser=self._denoiser(built))
+        if built.error is not None:
+            return error_report(built.error, options, test_id=item.nodeid, check=item.check, target=tester.name)
+        target = tester.target()
+        call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
+        return run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid,
+                         target=target.name)  # fmt: skip
+
+    def _context(self) -> Any:
+        """The suite's call context, in float32 unless --nosync-dtype says otherwise: the testers build their
+        components for it, as their own tests run them."""
+        import torch
+
+        ctx = self.session.suite.call_context
+        return ctx if self.session.settings.dtype else replace(ctx, dtype=torch.float32)
+
+    @staticmethod
+    def _denoiser(built: _Built) -> str:
+        calibration = built.tester.calibration if built.tester is not None else None
+        return calibration.denoiser if calibration is not None else "transformer"
+
+    def _pipeline(self, tester_class: type, ctx: Any) -> tuple[_Built, Any]:
+        """The tester's pipeline on ctx's device, built and calibrated once per run; skips a tester that cannot be
+        driven here, with its reason."""
+        from ..suite.checks import warmed
+        from ..suite.targets.registry import assemble
+        from ..suite.testers import NotDrivable, Tester, Uncallable
+
+        built = self._built.setdefault(tester_class, _Built())
+        if built.not_drivable:
+            pytest.skip(f"not checked: {built.not_drivable}")
+        key = str(ctx.device)
+        if key not in built.pipelines and built.error is None:
+            try:
+                built.tester = built.tester or Tester(tester_class)
+                pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
+                built.tester.calibrate(pipe, ctx)
+                warmed(pipe)
+                built.pipelines[key] = pipe
+            except NotDrivable as exc:
+                built.not_drivable = str(exc)
+                pytest.skip(f"not checked: {built.not_drivable}")
+            except Uncallable as exc:
+                built.error = exc.error
+            except Exception as exc:  # the pipeline's own constructor or move raised: the checks' finding
+                built.error = exc
+        return built, built.pipelines.get(key)
+
+    # ---- coverage ------------------------------------------------------------------------------------------------
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # Where results arrive (this process, or the xdist controller): a check's verdict, or why it did not run.
+        name = report.nodeid.rsplit("::", 1)
+        if len(name) != 2 or not name[1].startswith(f"{CENSUS}["):
+            return
+        if report.when == "call" or (report.skipped and report.when == "setup"):
+            outcome = report.outcome
+            if report.skipped:
+                longrepr = report.longrepr
+                outcome = (longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)).removeprefix("Skipped: ")
+            self.outcomes.setdefault(name[0], {})[name[1]] = outcome
+
+    def coverage(self) -> tuple[int, int, dict[str, list[str]]]:
+        """(tester classes, checked, reason → classes not checked)."""
+        reasons: dict[str, list[str]] = {}
+        checked = 0
+        for class_id, outcomes in self.outcomes.items():
+            skipped = [o for o in outcomes.values() if o not in ("passed", "failed")]
+            if skipped and len(skipped) == len(outcomes):
+                reasons.setdefault(skipped[0].removeprefix("not checked: "), []).append(class_id)
+            else:
+                checked += 1
+        return len(self.outcomes), checked, reasons
+
+    def document(self) -> dict[str, Any]:
+        """The coverage for the JSON report: every tester class, each check's outcome or why it did not run."""
+        total, checked, reasons = self.coverage()
+        return {"classes": total, "checked": checked, "not_checked": reasons, "outcomes": self.outcomes}
+
+    @pytest.hookimpl(trylast=True)  # in the nosync section, after the session's lines
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        total, checked, reasons = self.coverage()
+        if not total:
+            return
+        not_checked = total - checked
+        line = f"nosync: {checked} of {total} pipeline classes checked"
+        terminalreporter.write_line(line + (f"; {not_checked} not checked:" if not_checked else ""))
+        for reason, classes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+            terminalreporter.write_line(f"  {len(classes)} × {reason} (e.g. {classes[0]})", yellow=True)

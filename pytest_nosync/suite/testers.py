@@ -1,0 +1,318 @@
+"""diffusers' own pipeline tester classes as targets: every pipeline of a diffusers checkout under the same checks.
+
+A tester class (`tests/pipelines/**/test_*.py`) names a `pipeline_class` and builds a tiny pipeline of it with
+`get_dummy_components()` and its call with `get_dummy_inputs(...)`. Two styles coexist upstream: a
+`unittest.TestCase` mixing in `PipelineTesterMixin`, and a `BasePipelineTesterConfig` subclass (components and inputs)
+that several pytest-style test classes share. What is checked is a provider: the class that defines
+`get_dummy_components`, once per pipeline class, whichever test classes use it.
+
+Nothing here is per pipeline. A tester becomes a `Target` after one plain call of its pipeline (`calibrate`), which
+is also the pipeline's warm-up, and which measures what the suite needs to know of it:
+  - the denoiser: of the pipeline's modules called at least once per scheduler step, the first of the usual names
+    (transformer, unet, prior, decoder, ...), else the one called most;
+  - steps per `num_inference_steps`: the calls of the pipeline's own `scheduler.step` in that call, so that an
+    img2img `strength`, a second-order scheduler's two iterations per step, or a fixed timestep list are all accounted
+    for when the checks ask for N steps;
+  - whether `__call__` takes `callback_on_step_end` (the guard closes steps at the scheduler's step either way).
+A tester that cannot be driven raises NotDrivable with one sentence: the run counts it as not checked, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import math
+import unittest
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .targets.base import CallContext, Target
+
+DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
+_KNOWN_ARGUMENTS = {"device", "seed"}
+
+
+class NotDrivable(Exception):
+    """A tester class the census cannot build or call here; the message is the reason, one sentence."""
+
+
+def provider(cls: type) -> type | None:
+    """The class in `cls`'s bases that defines `get_dummy_components` (None: not a tester)."""
+    return next((k for k in cls.__mro__ if "get_dummy_components" in vars(k)), None)
+
+
+def is_pipeline_tester(cls: Any) -> bool:
+    """A class with a `pipeline_class` (a diffusers pipeline class) and `get_dummy_components`/`get_dummy_inputs`
+    of its own or inherited from a tester base (the mixins themselves define neither)."""
+    if not inspect.isclass(cls) or provider(cls) is None or not callable(getattr(cls, "get_dummy_inputs", None)):
+        return False
+    pipeline = inspect.getattr_static(cls, "pipeline_class", None)
+    return inspect.isclass(pipeline) and hasattr(pipeline, "from_pretrained") and hasattr(pipeline, "components")
+
+
+def tester_name(cls: type) -> str:
+    """`<module stem>::<provider>`: the same in every checkout (node ids depend on where the checkout is)."""
+    source = provider(cls) or cls
+    return f"{source.__module__.rsplit('.', 1)[-1]}::{source.__qualname__}"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    denoiser: str
+    steps_per_inference_step: float
+    takes_step_callback: bool
+    modules_called: dict[str, int]
+
+
+class Tester:
+    """One tester class, made ready to drive: an instance, its components, its inputs for a call of N steps."""
+
+    def __init__(self, cls: type) -> None:
+        if not is_pipeline_tester(cls):
+            raise NotDrivable(f"{cls.__qualname__} has no pipeline_class with get_dummy_components/get_dummy_inputs")
+        self.cls = cls
+        self.name = tester_name(cls)
+        self.pipeline_class = inspect.getattr_static(cls, "pipeline_class")
+        self.calibration: Calibration | None = None
+        self._instance: Any = None
+        self._inputs = _input_binder(cls.get_dummy_inputs)
+
+    @property
+    def instance(self) -> Any:
+        if self._instance is None:
+            self._instance = _instantiate(self.cls)
+        return self._instance
+
+    def components(self) -> dict[str, Any]:
+        """A fresh instance's dummy components, seeded as the test seeds them."""
+        try:
+            return self.instance.get_dummy_components()
+        except NotDrivable:
+            raise
+        except (ImportError, OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
+            raise NotDrivable(_reason("get_dummy_components()", exc)) from exc
+
+    def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
+        """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
+        inputs = dict(self._inputs(self.instance, ctx))
+        calibration = self.calibration  # before it (the calibrating call), the test's own steps: they work
+        if calibration is not None and "num_inference_steps" in _parameters(type(pipe).__call__):
+            inputs["num_inference_steps"] = max(1, math.ceil(ctx.steps / calibration.steps_per_inference_step))
+        return {k: _on_device(v, ctx) for k, v in inputs.items()}
+
+    def target(self) -> Target:
+        """The tester as a Target of the suite (the denoiser known once calibrated)."""
+        return Target(
+            name=self.name,
+            pipeline_class=self.pipeline_class.__name__,
+            checkpoint="",
+            build_components=self.components,
+            call_kwargs=self.call_kwargs,
+            text_encoding="the tester's own dummy components",
+            denoiser=self.calibration.denoiser if self.calibration else "transformer",
+        )
+
+    def calibrate(self, pipe: Any, ctx: CallContext) -> Calibration:
+        """One plain call (the pipeline's warm-up) that counts the scheduler's steps and each module's calls."""
+        kwargs = self.call_kwargs(pipe, ctx)
+        counts, steps = _count_calls(pipe)
+        with steps, counts, torch.no_grad():
+            try:
+                pipe(**kwargs)
+            except Exception as exc:
+                raise Uncallable(exc) from exc
+        stepped = steps.count
+        if stepped == 0:
+            raise NotDrivable(
+                f"{self.pipeline_class.__name__} ran no step of its scheduler in a call: no denoising loop to check"
+            )
+        modules = counts.calls
+        denoiser = _denoiser(modules, stepped)
+        if denoiser is None:
+            raise NotDrivable(
+                f"no module of {self.pipeline_class.__name__} is called once per step (called: {modules})"
+            )
+        inference_steps = kwargs.get("num_inference_steps") or stepped
+        self.calibration = Calibration(
+            denoiser=denoiser,
+            steps_per_inference_step=stepped / inference_steps,
+            takes_step_callback="callback_on_step_end" in _parameters(type(pipe).__call__),
+            modules_called=modules,
+        )
+        return self.calibration
+
+
+class Uncallable(Exception):
+    """The pipeline raised in its plain call: a finding of the check (kind `error`), not a reason to skip it."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# ---- instances and inputs ---------------------------------------------------------------------------------------
+def _instantiate(cls: type) -> Any:
+    """An instance as the test runner makes one: a TestCase for a method name it has (or the default), and setUp."""
+    try:
+        instance = cls()  # a TestCase takes its default method name, runTest, even when it has none
+    except TypeError as exc:
+        raise NotDrivable(f"{cls.__qualname__}() cannot be instantiated: {exc}") from exc
+    setup = getattr(instance, "setUp", None)
+    if isinstance(instance, unittest.TestCase) and callable(setup):
+        with contextlib.suppress(Exception):  # setUp cleans caches and memory in diffusers: nothing inputs need
+            setup()
+    return instance
+
+
+def _input_binder(method: Callable[..., Any]) -> Callable[[Any, CallContext], dict[str, Any]]:
+    """How to call `get_dummy_inputs` of either style: `(self, device, seed=0)`, `(self)` with the class's generator,
+    a few with more keyword arguments that have defaults. Any other required argument is not understood."""
+    signature = inspect.signature(method)
+    names = list(signature.parameters)[1:]
+    required = [
+        n for n in names
+        if signature.parameters[n].default is inspect.Parameter.empty
+        and signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]  # fmt: skip
+    unknown = [n for n in required if n not in _KNOWN_ARGUMENTS]
+    if unknown:
+        raise NotDrivable(f"get_dummy_inputs takes {', '.join(unknown)}, which the census does not know how to give")
+
+    def bind(instance: Any, ctx: CallContext) -> dict[str, Any]:
+        given = {"device": _device_name(ctx.device), "seed": ctx.seed}
+        try:
+            return method(instance, **{n: given[n] for n in names if n in given})
+        except (ImportError, OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
+            raise NotDrivable(_reason("get_dummy_inputs()", exc)) from exc
+
+    return bind
+
+
+def _device_name(device: torch.device) -> str:
+    """What a test passes as `device`: generators are replaced by ours after (see _on_device), so the CPU serves any
+    test; tensors it builds there are moved to the call's device with the rest of the inputs."""
+    return "cpu"
+
+
+def _on_device(value: Any, ctx: CallContext) -> Any:
+    """An input on the call's device, as a caller that keeps its data there passes it: tensors moved, generators
+    made on the device (a CPU generator makes the pipeline sample on the host and copy, in the loop for
+    stochastic schedulers: the harness's transfer, not the pipeline's)."""
+    from .. import devices
+
+    if isinstance(value, torch.Generator):
+        return devices.generator(ctx.device, int(value.initial_seed()))
+    if isinstance(value, torch.Tensor):
+        return value.to(ctx.device)
+    if isinstance(value, list) and value and all(isinstance(v, torch.Generator) for v in value):
+        return [devices.generator(ctx.device, int(v.initial_seed())) for v in value]
+    return value
+
+
+@functools.lru_cache(maxsize=512)
+def _parameters(function: Callable[..., Any]) -> frozenset[str]:
+    try:
+        return frozenset(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return frozenset()
+
+
+def _reason(where: str, exc: BaseException) -> str:
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")[:240]
+    if isinstance(exc, ImportError):
+        return f"{where} needs a module that is not installed: {first}"
+    if isinstance(exc, OSError) and ("hub" in first.lower() or "huggingface" in first.lower() or "offline" in first):
+        return f"{where} needs a hub repository this machine cannot get: {first}"
+    return f"{where} raised {type(exc).__name__}: {first}"
+
+
+# ---- counting a plain call ---------------------------------------------------------------------------------------
+class _ModuleCalls:
+    """Forward calls of each top-level module of a pipeline during a block."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.calls: dict[str, int] = {}
+        self._hooks: list[Any] = []
+        self._modules = {
+            name: module for name, module in getattr(pipe, "components", {}).items()
+            if isinstance(module, torch.nn.Module)
+        }  # fmt: skip
+
+    def __enter__(self) -> _ModuleCalls:
+        for name, module in self._modules.items():
+            self.calls[name] = 0
+
+            def hook(module: Any, args: Any, name: str = name) -> None:
+                self.calls[name] += 1
+
+            self._hooks.append(module.register_forward_pre_hook(hook))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._hooks:
+            handle.remove()
+
+
+class _SchedulerSteps:
+    """Calls of the pipeline's own scheduler's `step` during a block (a copy of the scheduler is not counted)."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.count = 0
+        self._scheduler = getattr(pipe, "scheduler", None)
+        self._restore: Callable[[], None] | None = None
+
+    def __enter__(self) -> _SchedulerSteps:
+        scheduler = self._scheduler
+        cls = type(scheduler)
+        original = getattr(cls, "step", None)
+        if scheduler is None or original is None:
+            return self
+        had = "step" in vars(cls)
+
+        @functools.wraps(original)
+        def step(this: Any, *args: Any, **kwargs: Any) -> Any:
+            if this is scheduler:
+                self.count += 1
+            return original(this, *args, **kwargs)
+
+        cls.step = step
+
+        def restore() -> None:
+            if had:
+                cls.step = original
+            else:
+                del cls.step
+
+        self._restore = restore
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._restore is not None:
+            self._restore()
+
+
+def _count_calls(pipe: Any) -> tuple[_ModuleCalls, _SchedulerSteps]:
+    return _ModuleCalls(pipe), _SchedulerSteps(pipe)
+
+
+def _denoiser(calls: dict[str, int], steps: int) -> str | None:
+    every_step = {name: n for name, n in calls.items() if n >= steps}
+    for name in DENOISER_NAMES:
+        if name in every_step:
+            return name
+    return max(every_step, key=lambda name: every_step[name]) if every_step else None
+
+
+def testers_of(module: Any) -> Iterator[type]:
+    """The tester classes defined in a module, one per provider (the first test class that uses it)."""
+    seen: set[type] = set()
+    for value in vars(module).values():
+        if is_pipeline_tester(value) and value.__module__ == module.__name__:
+            source = provider(value)
+            if source not in seen:
+                seen.add(source)
+                yield value

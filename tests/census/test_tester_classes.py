@@ -1,0 +1,160 @@
+"""diffusers' tester classes under the gate (plugin.census, suite.testers), on tester classes of both upstream styles
+written here around a real diffusers pipeline (tests/twins/loop_pipeline.py): which classes get checks, that the
+checks run real steps and find a planted sync at its line, and that what cannot be checked is counted, never passed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.twins import loop_pipeline
+
+TESTERS = """
+import unittest
+
+import pytest
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, NetPipeline, Scheduler
+
+READ = {read}
+
+
+class LoopTesterConfig:  # the newer style: a config that test classes share
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {{"transformer": Denoiser(), "scheduler": Scheduler()}}
+
+    def get_dummy_inputs(self):
+        return {{"latents": torch.randn(2, 8), "num_inference_steps": 10, "strength": 0.2, "read_early": READ}}
+
+
+class TestLoop(LoopTesterConfig):
+    def test_own(self):
+        assert LoopPipeline(**self.get_dummy_components())(**self.get_dummy_inputs()).shape == (2, 8)
+
+
+class TestLoopAgain(LoopTesterConfig):  # the same provider: its checks are TestLoop's
+    def test_own_too(self):
+        pass
+
+
+class NetPipelineFastTests(unittest.TestCase):  # the unittest style, get_dummy_inputs(device, seed)
+    pipeline_class = NetPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {{"net": Denoiser(), "scheduler": Scheduler()}}
+
+    def get_dummy_inputs(self, device, seed=0):
+        generator = torch.Generator(device=device).manual_seed(seed)
+        return {{"latents": torch.randn(2, 8, generator=generator), "num_inference_steps": 2}}
+
+    def test_own(self):
+        pass
+"""
+
+NOT_DRIVABLE = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class NeedsAModuleFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        import not_installed_anywhere  # noqa: F401
+        return {}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {}
+
+
+class UnknownInputsFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, resolution):
+        return {}
+
+
+class RaisesFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "fail": True}
+"""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _dynamo_loaded() -> None:
+    """The runs below trace with dynamo in this process (pytester, in-process), which imports much of torch on first
+    use; pytester then unloads what a run imported, and a later import registers with torch a second time, which
+    torch refuses. Tracing once here first keeps those modules loaded."""
+    import torch
+
+    torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
+    torch._dynamo.reset()
+
+
+def _ids(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line]
+
+
+def test_each_tester_gets_one_check_per_suite_check_beside_its_own_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=False))
+    checking = _ids(pytester.runpytest("--nosync", "--collect-only", "-q", "-p", "no:cacheprovider"))
+    checks = [i for i in checking if "nosync[" in i]
+    assert checks == [
+        f"test_pipelines.py::{cls}::nosync[{check}]"
+        for cls in ("TestLoop", "NetPipelineFastTests")
+        for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
+    ]
+    plain = _ids(pytester.runpytest("--collect-only", "-q", "-p", "no:cacheprovider"))
+    assert plain == [i for i in checking if "nosync[" not in i]  # without --nosync: diffusers' own tests only
+    assert len(plain) == 3
+
+
+def test_gpu_selects_only_the_checks_which_run_real_steps(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=False))
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", "--nosync-report=report.json")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["nosync: 2 of 2 pipeline classes checked"])
+    doc = json.loads((pytester.path / "report.json").read_text())
+    steps = {(t["test_id"].split("::")[1], t["check"]): t["steps"] for t in doc["tests"]}
+    # 10 steps at strength 0.2 run 2: the check asks for enough (alloc_growth: the scheduler's warm-up + 2)
+    assert steps[("TestLoop", "syncs")] == 2 and steps[("TestLoop", "alloc_growth")] == 3
+    assert steps[("NetPipelineFastTests", "syncs")] == 2  # its denoiser, `net`, was found by its calls
+    assert doc["census"]["classes"] == 2 and doc["census"]["checked"] == 2
+
+
+def test_a_sync_in_a_testers_loop_fails_at_its_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    line = loop_pipeline.line_of("read before the denoiser")
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert "FAILED test_pipelines.py::TestLoop::nosync[syncs]" in result.stdout.str()
+
+
+def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_not_drivable=NOT_DRIVABLE)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=2, failed=1)
+    out = result.stdout.str()
+    assert "nosync: 1 of 3 pipeline classes checked; 2 not checked:" in out, out
+    assert "get_dummy_components() needs a module that is not installed: No module named 'not_installed" in out
+    assert "get_dummy_inputs takes resolution, which the census does not know how to give" in out
+    line = loop_pipeline.line_of("raises in the loop")
+    result.stdout.fnmatch_lines([f"*error*loop_pipeline.py:{line}*step 0*", "*ValueError: the loop fails*"])
