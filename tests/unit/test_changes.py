@@ -1,0 +1,175 @@
+"""Changed lines from real git repositories, and which recorded code they touch (bug twin: a change inside a function
+that ran selects it; clean twin: a change inside one that did not, selects nothing)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_nosync.changes import WHOLE_FILE, ChangesError, changed_lines, merge_base, touched
+from pytest_nosync.executed_code import ExecutedCode, record_executed
+
+WORK = """\
+LIMIT = 3
+
+
+def helper(x):
+    return x + LIMIT
+
+
+def entry(x):
+    y = helper(x)
+    return y * 2
+
+
+def never_called():
+    return 0
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository with pkg/work.py on main, checked out on a branch `feature` forked from it."""
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    (repo / "pkg" / "work.py").write_text(WORK)
+    (repo / "pkg" / "other.py").write_text("def other():\n    return 1\n")
+    commit(repo, "base")
+    git(repo, "switch", "-q", "-c", "feature")
+    return repo
+
+
+@pytest.fixture
+def record(repo: Path, request: pytest.FixtureRequest) -> ExecutedCode:
+    """What entry() ran, recorded on the base version (the old side's line numbers)."""
+    spec = importlib.util.spec_from_file_location(f"nosync_changes_{request.node.name}", repo / "pkg" / "work.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with record_executed() as executed:
+        module.entry(1)
+    return executed
+
+
+def work(repo: Path) -> str:
+    return str((repo / "pkg" / "work.py").resolve())
+
+
+def test_a_change_inside_a_function_that_ran_selects_it(repo: Path, record: ExecutedCode) -> None:
+    edit(repo / "pkg" / "work.py", "return x + LIMIT", "return x + LIMIT + 0")
+    commit(repo, "bug twin")
+    assert touched(record, changed_lines(repo)) == [(work(repo), "helper")]
+
+
+def test_a_change_inside_a_function_that_did_not_run_selects_nothing(repo: Path, record: ExecutedCode) -> None:
+    edit(repo / "pkg" / "work.py", "    return 0", "    return 1")
+    commit(repo, "clean twin")
+    assert changed_lines(repo) == {work(repo): ((14, 14),)}
+    assert touched(record, changed_lines(repo)) == []
+
+
+def test_a_module_level_change_of_a_recorded_file_counts(repo: Path, record: ExecutedCode) -> None:
+    edit(repo / "pkg" / "work.py", "LIMIT = 3", "LIMIT = 4")
+    assert touched(record, changed_lines(repo)) == [(work(repo), "<module>")]
+
+
+def test_a_line_added_at_the_end_of_a_function_that_ran_selects_it(repo: Path, record: ExecutedCode) -> None:
+    edit(repo / "pkg" / "work.py", "    return y * 2\n", "    return y * 2\n    print('unreachable')\n")
+    assert (work(repo), "entry") in touched(record, changed_lines(repo))
+
+
+def test_a_change_to_a_file_that_did_not_run_selects_nothing(repo: Path, record: ExecutedCode) -> None:
+    edit(repo / "pkg" / "other.py", "return 1", "return 2")
+    assert touched(record, changed_lines(repo)) == []
+
+
+def test_worktree_edits_staged_or_not_are_included(repo: Path) -> None:
+    edit(repo / "pkg" / "work.py", "    return 0", "    return 1")
+    git(repo, "add", "pkg/work.py")
+    edit(repo / "pkg" / "work.py", "return x + LIMIT", "return x - LIMIT")
+    assert changed_lines(repo) == {work(repo): ((5, 5), (14, 14))}
+
+
+def test_default_base_is_the_merge_base_not_mains_later_commits(repo: Path) -> None:
+    fork = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "switch", "-q", "main")
+    edit(repo / "pkg" / "other.py", "return 1", "return 3")
+    commit(repo, "main moves on")
+    git(repo, "switch", "-q", "feature")
+    edit(repo / "pkg" / "work.py", "    return 0", "    return 1")
+    assert merge_base(repo) == fork
+    assert list(changed_lines(repo)) == [work(repo)]
+    assert str((repo / "pkg" / "other.py").resolve()) in changed_lines(repo, "main")  # an explicit REF: as named
+
+
+def test_master_is_the_fallback_base(repo: Path) -> None:
+    git(repo, "branch", "-m", "main", "master")
+    assert merge_base(repo) == git(repo, "rev-parse", "master").strip()
+
+
+def test_untracked_added_deleted_and_renamed_files_are_wholly_changed(repo: Path) -> None:
+    (repo / "pkg" / "gone.py").write_text("y = 2\n")
+    commit(repo, "a file to delete")
+    (repo / "pkg" / "gone.py").unlink()
+    (repo / "pkg" / "new.py").write_text("x = 1\n")
+    git(repo, "mv", "pkg/other.py", "pkg/renamed.py")
+    top = repo.resolve() / "pkg"
+    new_side = changed_lines(repo, "HEAD", side="new")
+    assert new_side == {str(top / name): WHOLE_FILE for name in ("gone.py", "new.py", "renamed.py")}
+    old_side = changed_lines(repo, "HEAD", side="old")  # a record of the old path selects
+    assert old_side == {str(top / name): WHOLE_FILE for name in ("gone.py", "new.py", "other.py")}
+
+
+def test_a_deletion_counts_on_both_sides_of_it(repo: Path) -> None:
+    edit(repo / "pkg" / "work.py", "    y = helper(x)\n", "")
+    assert changed_lines(repo, side="old") == {work(repo): ((9, 9),)}
+    assert changed_lines(repo, side="new") == {work(repo): ((8, 9),)}  # between new lines 8 and 9: inside entry
+
+
+def test_quoted_paths_are_read_back(repo: Path) -> None:
+    odd = repo / "pkg" / "wé ird.py"
+    odd.write_text("a = 1\n")
+    commit(repo, "odd name")
+    odd.write_text("a = 2\n")
+    assert changed_lines(repo, "HEAD") == {str(odd.resolve()): ((1, 1),)}
+
+
+def test_touched_works_on_a_record_read_back_from_json(repo: Path, record: ExecutedCode) -> None:
+    data = record.to_json([repo / "pkg"])
+    back = ExecutedCode.from_json(data, [repo.resolve() / "pkg"])
+    edit(repo / "pkg" / "work.py", "    y = helper(x)", "    y = helper(x + 1)")
+    assert touched(back, changed_lines(repo)) == [(work(repo), "entry")]
+
+
+def test_errors_are_one_sentence(tmp_path: Path, repo: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ChangesError, match="not inside a git repository") as not_repo:
+        changed_lines(tmp_path / "empty")
+    with pytest.raises(ChangesError, match="'no-such-ref' is not a commit") as unknown:
+        changed_lines(repo, "no-such-ref")
+    git(repo, "branch", "-m", "main", "trunk")
+    with pytest.raises(ChangesError, match="no main, master or origin/HEAD") as no_base:
+        changed_lines(repo)
+    for error in (not_repo, unknown, no_base):
+        assert "\n" not in str(error.value)
