@@ -78,7 +78,8 @@ def touched(record: ExecutedCode, changes: Mapping[str, LineRanges]) -> list[tup
             continue
         for first, last in ranges:
             hits.update((file, name) for name, lo, hi in spans if first <= hi and lo <= last)
-        if any(not _covered(r, record.defs(file)) for r in ranges):
+        defs = record.defs(file)  # None: the file changed since it ran, its functions unknown; count it all
+        if defs is None or any(not _covered(r, defs) for r in ranges):
             hits.add((file, MODULE_LEVEL))
     return sorted(hits)
 

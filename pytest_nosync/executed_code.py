@@ -42,23 +42,42 @@ class CodeSpan:
     last_line: int
 
 
+Ranges = tuple[tuple[int, int], ...]
+
+
 @dataclass
 class ExecutedCode:
     """What ran in a `record_executed()` block; `spans` is filled when the block ends."""
 
     backend: str
     spans: frozenset[CodeSpan] = frozenset()
-    # function ranges defined in each file (ran or not): a changed line outside all of them is module-level
-    _defs: dict[str, tuple[tuple[int, int], ...]] = field(default_factory=dict, repr=False)
+    # (first, last) of every function of a recorded file, ran or not: a changed line outside all is module-level
+    _defs: dict[str, Ranges | None] = field(default_factory=dict, repr=False)
+    _blobs: dict[str, str | None] = field(default_factory=dict, repr=False)
+    _stamps: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)  # (mtime_ns, size) at the end
 
     def files(self) -> set[str]:
         return {span.file for span in self.spans}
 
-    def defs(self, file: str) -> tuple[tuple[int, int], ...]:
-        """(first, last) of every function defined in `file`, from its current source unless loaded from JSON."""
+    def defs(self, file: str) -> Ranges | None:
+        """The functions of `file` as they were when its code ran; None when the file has changed since and they
+        were not taken then (a reader must then treat any change in it as module-level)."""
         if file not in self._defs:
+            if not self._unchanged(file):
+                return None
             self._defs[file] = _function_ranges(file)
         return self._defs[file]
+
+    def blob(self, file: str) -> str | None:
+        """The git blob hash of `file` as it ran (None: changed since, or unreadable)."""
+        if file not in self._blobs:
+            if not self._unchanged(file):
+                return None
+            self._blobs[file] = _blob_sha(file)
+        return self._blobs[file]
+
+    def _unchanged(self, file: str) -> bool:
+        return file not in self._stamps or self._stamps[file] == _stamp(file)
 
     def to_json(self, roots: Iterable[Path]) -> dict[str, Any]:
         """The record as JSON-friendly data, files under `roots` only, each named `<root name>/<path in root>`
@@ -69,10 +88,10 @@ class ExecutedCode:
             key = _key_under(span.file, anchors)
             if key is None:
                 continue
-            entry = files.setdefault(
-                key, {"blob": _blob_sha(span.file), "ran": [], "defs": [list(r) for r in self.defs(span.file)]}
-            )
-            entry["ran"].append([span.qualname, span.first_line, span.last_line])
+            if key not in files:
+                defs = self.defs(span.file)
+                files[key] = {"blob": self.blob(span.file), "ran": [], "defs": None if defs is None else list(defs)}
+            files[key]["ran"].append([span.qualname, span.first_line, span.last_line])
         return {"version": FORMAT_VERSION, "backend": self.backend, "files": files}
 
     @classmethod
@@ -81,28 +100,35 @@ class ExecutedCode:
         if data.get("version") != FORMAT_VERSION:
             raise ValueError(f"executed-code record version {data.get('version')!r} is not {FORMAT_VERSION}")
         anchors = {name: root for root, name in _anchors(roots)}
+        record = cls(backend=str(data.get("backend", "")))
         spans: set[CodeSpan] = set()
-        defs: dict[str, tuple[tuple[int, int], ...]] = {}
         for key, entry in data["files"].items():
             name, _, rest = key.partition("/")
             if name not in anchors:
                 continue
             path = str(Path(anchors[name], rest))
             spans.update(CodeSpan(path, q, first, last) for q, first, last in entry["ran"])
-            defs[path] = tuple((first, last) for first, last in entry["defs"])
-        return cls(backend=str(data.get("backend", "")), spans=frozenset(spans), _defs=defs)
+            defs = entry["defs"]
+            record._defs[path] = None if defs is None else tuple((first, last) for first, last in defs)
+            record._blobs[path] = entry["blob"]
+        record.spans = frozenset(spans)
+        return record
 
 
 @contextmanager
-def record_executed(backend: str | None = None) -> Iterator[ExecutedCode]:
+def record_executed(backend: str | None = None, roots: Iterable[Path] | None = None) -> Iterator[ExecutedCode]:
     """Record the code objects that start running inside the block.
 
     `backend` is "monitoring" (3.12+, the default there) or "setprofile" (the default before). The previous
     profiler or monitoring state is restored however the block ends; a Python-level sys.setprofile user already
     installed is chained (it keeps receiving its events); a C-level one (cProfile, torch.profiler's stack recorder)
     cannot be chained from Python, so the recorder refuses with RecorderBusy rather than silence it.
+
+    With `roots`, only code under them is kept, and their files' functions and blob hashes are taken as the block
+    ends, so the record stays right if the files change later in the process.
     """
     backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "setprofile")
+    anchors = None if roots is None else _anchors(roots)
     record = ExecutedCode(backend=backend)
     seen: set[types.CodeType] = set()
     if backend == "monitoring":
@@ -115,7 +141,15 @@ def record_executed(backend: str | None = None) -> Iterator[ExecutedCode]:
         with recorder:
             yield record
     finally:  # a block that raised still ran its code: a check that errors is selected like one that fails
-        record.spans = frozenset(_span(code) for code in seen if _recordable(code.co_filename))
+        spans = {_span(code) for code in seen if _recordable(code.co_filename)}
+        if anchors is not None:
+            spans = {span for span in spans if _key_under(span.file, anchors) is not None}
+        record.spans = frozenset(spans)
+        record._stamps = {file: _stamp(file) for file in record.files()}
+        if anchors is not None:
+            for file in record.files():
+                record.defs(file)
+                record.blob(file)
 
 
 @contextmanager
@@ -212,7 +246,15 @@ def _resolved(filename: str) -> str:
     return os.path.realpath(filename)
 
 
-def _function_ranges(file: str) -> tuple[tuple[int, int], ...]:
+def _stamp(file: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+def _function_ranges(file: str) -> Ranges:
     """(first, last) of every function in a file, nested ones too; class bodies and module-level comprehensions
     run at import like module code, so they are not functions here."""
     try:
@@ -223,7 +265,7 @@ def _function_ranges(file: str) -> tuple[tuple[int, int], ...]:
 
 
 @functools.lru_cache(maxsize=1024)
-def _function_ranges_cached(file: str, mtime_ns: int, size: int) -> tuple[tuple[int, int], ...]:
+def _function_ranges_cached(file: str, mtime_ns: int, size: int) -> Ranges:
     try:
         with open(file, "rb") as handle:
             module = compile(handle.read(), file, "exec", dont_inherit=True)

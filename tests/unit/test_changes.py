@@ -67,7 +67,7 @@ def record(repo: Path, request: pytest.FixtureRequest) -> ExecutedCode:
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    with record_executed() as executed:
+    with record_executed(roots=[repo / "pkg"]) as executed:
         module.entry(1)
     return executed
 
@@ -173,3 +173,16 @@ def test_errors_are_one_sentence(tmp_path: Path, repo: Path) -> None:
         changed_lines(repo)
     for error in (not_repo, unknown, no_base):
         assert "\n" not in str(error.value)
+
+
+def test_a_record_whose_file_changed_unseen_counts_every_change_there(repo: Path, request) -> None:
+    # Without roots the functions of a file are read when asked; changed since it ran, they are unknown.
+    spec = importlib.util.spec_from_file_location(f"nosync_unseen_{request.node.name}", repo / "pkg" / "work.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with record_executed() as executed:
+        module.entry(1)
+    edit(repo / "pkg" / "work.py", "    return 0", "    return 1  # now longer")
+    assert executed.defs(work(repo)) is None
+    assert touched(executed, changed_lines(repo)) == [(work(repo), "<module>")]

@@ -197,3 +197,21 @@ def test_monitoring_records_beside_cprofile_which_keeps_its_calls(work: types.Mo
         profiler.disable()
     assert {"entry", "helper"} <= names(record)
     assert "helper" in {getattr(entry.code, "co_name", "") for entry in profiler.getstats()}
+
+
+def test_roots_keep_only_their_code_and_fix_its_functions_when_the_block_ends(pkg: Path, work) -> None:
+    outside = load(pkg.parent / "other" / "outside.py", "nosync_outside_roots")
+    with record_executed(roots=[pkg]) as record:
+        work.entry(1)
+        outside.visit()
+    file = str((pkg / "work.py").resolve())
+    assert record.files() == {file}
+    (pkg / "work.py").write_text("\n\n" + WORK)  # moved down two lines after the run: the record keeps the old
+    assert record.defs(file) == ((4, 5), (8, 10), (13, 14), (20, 21), (24, 25))
+    assert record.to_json([pkg])["files"]["pkg/work.py"]["blob"] == _git_blob(WORK.encode())
+
+
+def _git_blob(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
