@@ -55,6 +55,26 @@ def changed_lines(repo: Path, ref: str | None = None, *, side: str = "old") -> d
     return {path: _merged(ranges) for path, ranges in changes.items()}
 
 
+def resolve(repo: Path, ref: str | None = None) -> tuple[Path, str]:
+    """(the repository's top directory, the commit of `ref`, by default the merge base with the main branch)."""
+    top = _toplevel(repo)
+    return top, (_commit(top, ref) if ref else merge_base(top))
+
+
+def blobs_at(top: Path, commit: str, paths: list[str]) -> dict[str, str]:
+    """The git blob hash of each of `paths` (absolute, inside `top`) at `commit`; a path absent there is left out."""
+    inside = {str(Path(p).relative_to(top).as_posix()): p for p in paths if Path(p).is_relative_to(top)}
+    if not inside:
+        return {}
+    listing = _git(top, "ls-tree", "-z", "--full-tree", commit, "--", *inside)
+    out: dict[str, str] = {}
+    for entry in listing.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path in inside:
+            out[inside[path]] = meta.split()[2]
+    return out
+
+
 def merge_base(repo: Path) -> str:
     """The commit HEAD forked from: its merge base with main, else master, else origin/HEAD."""
     top = _toplevel(repo)

@@ -73,7 +73,7 @@ class ExecutedCode:
         if file not in self._blobs:
             if not self._unchanged(file):
                 return None
-            self._blobs[file] = _blob_sha(file)
+            self._blobs[file] = blob_sha(file)
         return self._blobs[file]
 
     def _unchanged(self, file: str) -> bool:
@@ -296,7 +296,7 @@ def _key_under(path: str, anchors: list[tuple[str, str]]) -> str | None:
     return None
 
 
-def _blob_sha(file: str) -> str | None:
+def blob_sha(file: str) -> str | None:
     """The file's git blob hash (what `git hash-object` prints), to tell later whether its lines moved."""
     try:
         data = Path(file).read_bytes()

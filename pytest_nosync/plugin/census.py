@@ -12,9 +12,11 @@ load are stood in for by repositories built in code (suite.hub_standins), and th
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,6 +27,7 @@ from ..findings import Report
 if TYPE_CHECKING:
     from ..suite.hub_standins import Installation
     from ..suite.testers import Tester
+    from .changed import Selection
     from .session import NosyncSession
 
 CENSUS = "nosync"  # the item's name prefix: nosync[<check>]
@@ -75,6 +78,7 @@ class Census:
         self._built: dict[type, _Built] = {}
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
         self.hub: Installation | None = None
+        self.selection: Selection | None = None  # what --nosync-changed selected
         self.outcomes: dict[str, dict[str, str]] = {}  # tester class id → check → passed/failed/skip reason
 
     # ---- collection ----------------------------------------------------------------------------------------------
@@ -117,11 +121,33 @@ class Census:
 
             self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
 
-    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    @pytest.hookimpl(trylast=True)  # on the run's final selection (-k, -m)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if self.session.settings.changed is None:
+            return
         checks = [item for item in items if isinstance(item, TesterCheck)]
         if not checks:
-            return []
-        lines = [f"nosync: {len({i.class_id for i in checks})} pipeline tester class(es), {len(checks)} check(s)"]
+            return
+        from .changed import ChangesError, select
+
+        ids = list(dict.fromkeys(item.class_id for item in checks))
+        try:
+            first = checks[0].path
+            self.selection = select(ids, self.session.settings.changed, repo_of(first), roots_of(first), config.cache)
+        except ChangesError as exc:
+            raise pytest.UsageError(f"--nosync-changed: {exc}") from None
+        dropped = set(self.selection.deselected)
+        deselected = [item for item in checks if item.class_id in dropped]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if not (isinstance(item, TesterCheck) and item.class_id in dropped)]
+
+    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        checks = [item for item in items if isinstance(item, TesterCheck)]
+        lines = self.selection.lines() if self.selection is not None else []
+        if not checks:
+            return lines
+        lines += [f"nosync: {len({i.class_id for i in checks})} pipeline tester class(es), {len(checks)} check(s)"]
         hub = self.hub
         if hub is not None and hub.active:
             lines.append(
@@ -144,7 +170,7 @@ class Census:
 
         ctx = self._context()
         device = devices.for_checks(ctx.device, (item.check,))
-        built, pipe = self._pipeline(item.tester_class, replace(ctx, device=device))
+        built, pipe = self._pipeline(item, replace(ctx, device=device))
         tester = built.tester
         options = self.session.guard_options(item, item.check, tester.name, denoiser=self._denoiser(built))
         if built.error is not None:
@@ -167,7 +193,28 @@ class Census:
         calibration = built.tester.calibration if built.tester is not None else None
         return calibration.denoiser if calibration is not None else "transformer"
 
-    def _pipeline(self, tester_class: type, ctx: Any) -> tuple[_Built, Any]:
+    @contextlib.contextmanager
+    def _recording(self, item: TesterCheck) -> Iterator[None]:
+        """Record the code the tester's pipeline runs (its build and its calibrating call: what its checks run) for
+        a later --nosync-changed (plugin.changed). A recorder that cannot install itself records nothing."""
+        from ..executed_code import RecorderBusy, record_executed
+        from .changed import cache_key
+
+        cache = getattr(self.session.config, "cache", None)
+        if cache is None:
+            yield
+            return
+        roots = roots_of(item.path)
+        try:
+            with record_executed(roots=roots) as record:
+                yield
+        except RecorderBusy:
+            yield
+            return
+        cache.set(cache_key(item.class_id), record.to_json(roots))
+
+    def _pipeline(self, item: TesterCheck, ctx: Any) -> tuple[_Built, Any]:
+        tester_class = item.tester_class
         """The tester's pipeline on ctx's device, built and calibrated once per run; skips a tester that cannot be
         driven here, with its reason."""
         from ..suite.checks import warmed
@@ -180,9 +227,10 @@ class Census:
         key = str(ctx.device)
         if key not in built.pipelines and built.error is None:
             try:
-                built.tester = built.tester or Tester(tester_class)
-                pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
-                built.tester.calibrate(pipe, ctx)
+                with self._recording(item):
+                    built.tester = built.tester or Tester(tester_class)
+                    pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
+                    built.tester.calibrate(pipe, ctx)
                 warmed(pipe)
                 built.pipelines[key] = pipe
             except NotDrivable as exc:
@@ -234,3 +282,20 @@ class Census:
         terminalreporter.write_line(line + (f"; {not_checked} not checked:" if not_checked else ""))
         for reason, classes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
             terminalreporter.write_line(f"  {len(classes)} × {reason} (e.g. {classes[0]})", yellow=True)
+
+
+def roots_of(test_file: Path) -> list[Path]:
+    """Where a tester's recorded code may live: the diffusers package under test, and the tests tree its module is
+    in (its outermost package directory, or its own directory)."""
+    import diffusers
+
+    tests = Path(test_file).resolve().parent
+    while (tests / "__init__.py").exists() and (tests.parent / "__init__.py").exists():
+        tests = tests.parent
+    return [Path(diffusers.__file__).resolve().parent, tests]
+
+
+def repo_of(test_file: Path) -> Path:
+    """The repository of the tester classes: a contributor's diffusers checkout, whose src/ is the diffusers under
+    test (a diffusers installed elsewhere is not the change's)."""
+    return Path(test_file).resolve().parent

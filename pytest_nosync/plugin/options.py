@@ -150,6 +150,14 @@ def tolerances(raw: Any) -> dict[str, Tolerance]:
     return parse_tolerances([raw] if isinstance(raw, str) else list(raw))
 
 
+def git_ref(raw: Any) -> str:
+    """A git revision, or "" for the merge base with the main branch."""
+    value = str(raw).strip()
+    if value.startswith("-"):
+        raise ValueError(f"must be a git revision (a branch, tag or commit), got {raw!r}")
+    return value
+
+
 def schedule(raw: Any) -> tuple[int, int, int]:
     return parse_schedule(raw)
 
@@ -163,7 +171,7 @@ class Option:
     name: str
     help: str
     parse: Callable[[Any], Any] = text
-    kind: str = "value"  # value, bool (a switch), list (a repeatable flag, an ini line list)
+    kind: str = "value"  # value, bool (a switch), list (a repeatable flag, an ini line list), optional (value or none)
     flag: str | None = ""
     ini: bool = True
     marker: bool = False
@@ -255,6 +263,10 @@ TABLE: tuple[Option, ...] = (
            tolerances, "list"),
     Option("metrics_rounds", "timed calls of each test_step_metrics (pytest-benchmark rounds; each figure is their "
            "median; default 3 on a GPU, 1 under emulation)", whole_number(1)),
+    Option("changed", "run only the checks of diffusers' pipeline tester classes whose recorded code a change touches: "
+           "the lines changed from REF (default: the merge base with main) to the working tree, against what each "
+           "tester's pipeline ran when it was last checked (recorded in pytest's cache); a tester with no record runs. "
+           "Write --nosync-changed=REF, or the flag alone after the test paths", git_ref, "optional", ini=False),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
            "checks (auto: one per 4 cores, at most 3, none below 4 cores or for a single graph check; 0: trace them "
            "in this process, e.g. to see what a conftest patched)", workers),
@@ -289,6 +301,7 @@ class Settings:
     metrics_rounds: int | None = None  # None: the backend's default (step_cost.default_rounds)
     graph_workers: int | None = None  # None: auto (plugin.graph_helpers.pool.auto_count)
     share_gpus: bool = False
+    changed: str | None = None  # None: every check; "": changes since the merge base with main; else since this REF
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)
 
@@ -303,6 +316,8 @@ def add_options(parser: pytest.Parser) -> None:
         if row.cli is not None:
             action = {"bool": "store_true", "list": "append"}.get(row.kind, "store")
             extra = {} if row.kind == "bool" else {"metavar": "VALUE"}
+            if row.kind == "optional":  # the flag alone means its default value: "" to the row's parser
+                extra.update(nargs="?", const="")
             help_text = row.help.replace("%", "%%")  # argparse formats help with %
             group.addoption(row.cli, action=action, default=None, dest=dest, help=help_text, **extra)
         if row.ini:

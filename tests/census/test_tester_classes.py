@@ -158,3 +158,86 @@ def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pyt
     assert "get_dummy_inputs takes resolution, which the census does not know how to give" in out
     line = loop_pipeline.line_of("raises in the loop")
     result.stdout.fnmatch_lines([f"*error*loop_pipeline.py:{line}*step 0*", "*ValueError: the loop fails*"])
+
+
+LIBRARY = """
+import torch
+
+from tests.twins.loop_pipeline import Scheduler
+
+
+class SteppedHere(Scheduler):
+    def step(self, noise, t, latents):
+        return latents - 0.1 * noise * t
+
+
+def never_called():
+    return 0
+"""
+
+CHANGED_TESTERS = """
+import unittest
+
+import torch
+
+from looplib import SteppedHere
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class SteppedHereFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": SteppedHere()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class SteppedElsewhereFastTests(SteppedHereFastTests):
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+"""
+
+
+def _git(pytester: pytest.Pytester, *args: str) -> None:
+    import subprocess
+
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=pytester.path, check=True,
+                   capture_output=True)  # fmt: skip
+
+
+def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(looplib=LIBRARY, test_changed=CHANGED_TESTERS)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n*.json\n")
+    _git(pytester, "init", "-q", "-b", "main")
+    _git(pytester, "add", ".")
+    _git(pytester, "commit", "-q", "-m", "main")
+    args = ("-m", "gpu", "--nosync", "-k", "syncs")
+    pytester.runpytest(*args).assert_outcomes(passed=2)  # both recorded
+    _git(pytester, "switch", "-q", "-c", "branch")
+
+    library = pytester.path / "looplib.py"
+    main = library.read_text()
+    library.write_text(main.replace("return 0", "return 1"))  # a function no tester ran
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes()  # nothing to run: both deselected
+    assert "0 of 2 pipeline tester classes run" in result.stdout.str()
+
+    library.write_text(main.replace("0.1 * noise", "0.2 * noise"))  # in the step one tester ran
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "1 of 2 pipeline tester classes run: 1 touched by the change" in out, out
+    assert "test_changed.py::SteppedHereFastTests: looplib.py (SteppedHere.step)" in out
+    assert "SteppedElsewhereFastTests::nosync[syncs] PASSED" not in out
+
+    result = pytester.runpytest(*args, "--nosync-changed", "--cache-clear")  # no record: every tester runs
+    result.assert_outcomes(passed=2)
+    assert "2 of 2 pipeline tester classes run: 0 touched by the change, 2 not recorded yet" in result.stdout.str()
+
+    result = pytester.runpytest(*args, "--nosync-changed=no-such-ref")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--nosync-changed: 'no-such-ref' is not a commit" in result.stderr.str()
