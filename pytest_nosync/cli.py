@@ -1,4 +1,4 @@
-"""`python -m pytest_nosync profile|diagnose|compare|baseline|options`: profile one call of a target pipeline,
+"""`python -m pytest_nosync profile|diagnose|compare|baseline|options|census`: profile one call of a target pipeline,
 diagnose a trace file, compare two runs' reports, migrate a known-issues baseline, print the options' reference.
 
     python -m pytest_nosync profile --target wan --mode compile --steps 2 --device cuda --out wan.json
@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("reference", help="the reference run's report (e.g. the GPU's)")
     c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
     commands.add_parser("options", help="the reference of every option, marker argument and ini key (Markdown)")
+    n = commands.add_parser("census", help="the census table (Markdown) of a --nosync-report from diffusers' tests")
+    n.add_argument("report", help="the run's --nosync-report")
+    n.add_argument("--title", default="Census", help="the page's heading")
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
         "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
@@ -102,6 +105,18 @@ def main(
         return 1 if result.only_other or result.failed_only_other else 0
     if args.command == "baseline":
         return migrate_baseline(args.file, args.out, parser)
+    if args.command == "census":
+        from .census_table import render
+        from .run_report import read
+
+        try:
+            doc, reports = read(args.report)
+        except (OSError, ValueError) as exc:
+            parser.error(f"cannot read the report: {exc}")
+        if "census" not in doc:
+            parser.error(f"{args.report} has no census: run diffusers' tests with --nosync and --nosync-report")
+        print(render(reports, doc["census"], doc.get("environment", {}), args.title), end="")
+        return 0
     if args.command == "options":
         from .plugin.options import reference_markdown
 

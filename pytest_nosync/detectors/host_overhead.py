@@ -99,6 +99,15 @@ class HostOverheadDetector(Detector):
             if not (f.kind == "host_overhead" and f.phase == Phase.IN_STEP and (f.step or 0) < self.warmup_steps)
         ]
 
+    def unchecked(self) -> str | None:
+        ran = len(self.ctx.step_ms)
+        if ran > self.warmup_steps:
+            return None
+        return (
+            f"walks are judged in the steps after the first {self.warmup_steps} (warm-up: lazy initialisation walks "
+            f"once), and the block ran {ran} step(s): run at least {self.warmup_steps + 1}"
+        )
+
     def _overhead_ms(self) -> dict[int, float]:
         steps = self.ctx.step_ms.items()
         return {s: self.denoiser.outside(s, ms) for s, ms in steps if s >= self.warmup_steps}

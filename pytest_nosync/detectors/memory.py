@@ -196,6 +196,13 @@ class MemoryDetector(Detector):
         return out
 
     def unchecked(self) -> str | None:
+        judged = self.judged_steps()
+        if self._end and len(judged) < 2:
+            ran = len(self._end)
+            return (
+                f"growth is judged on two steps after the scheduler's warm-up ({self.warmup_steps} step(s)), and the "
+                f"block ran {ran} step(s): run at least {self.warmup_steps + 2}"
+            )
         if self._allocations:
             return None
         return (

@@ -174,11 +174,16 @@ class Census:
         tester = built.tester
         options = self.session.guard_options(item, item.check, tester.name, denoiser=self._denoiser(built))
         if built.error is not None:
-            return error_report(built.error, options, test_id=item.nodeid, check=item.check, target=tester.name)
+            report = error_report(built.error, options, test_id=item.nodeid, check=item.check, target=tester.name)
+            report.metrics["pipeline"] = tester.pipeline_class.__name__
+            return report
         target = tester.target()
         call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
-        return run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid,
-                         target=target.name)  # fmt: skip
+        report = run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid,
+                           target=target.name)  # fmt: skip
+        report.metrics["pipeline"] = target.pipeline_class
+        report.metrics["denoiser"] = target.denoiser
+        return report
 
     def _context(self) -> Any:
         """The suite's call context, in float32 unless --nosync-dtype says otherwise: the testers build their

@@ -62,10 +62,21 @@ def tester_name(cls: type) -> str:
 
 @dataclass(frozen=True)
 class Calibration:
+    """What a tester's plain calls showed. Steps run = slope × num_inference_steps + offset (two calls measure it:
+    an img2img pipeline runs floor(n × strength) of n, a PNDM scheduler one more than it is asked for); slope 0: the
+    steps do not follow num_inference_steps (a fixed timestep list), the test's own count is used."""
+
     denoiser: str
-    steps_per_inference_step: float
+    slope: float
+    offset: float
+    inference_steps: int  # the test's own num_inference_steps (0: the pipeline takes none)
     takes_step_callback: bool
     modules_called: dict[str, int]
+
+    def inference_steps_for(self, steps: int) -> int:
+        if self.slope <= 0:
+            return self.inference_steps
+        return max(1, math.ceil((steps - self.offset) / self.slope - 1e-9))
 
 
 class Tester:
@@ -99,9 +110,9 @@ class Tester:
     def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
         inputs = dict(self._inputs(self.instance, ctx))
-        calibration = self.calibration  # before it (the calibrating call), the test's own steps: they work
-        if calibration is not None and "num_inference_steps" in _parameters(type(pipe).__call__):
-            inputs["num_inference_steps"] = max(1, math.ceil(ctx.steps / calibration.steps_per_inference_step))
+        calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work
+        if calibration is not None and calibration.inference_steps:
+            inputs["num_inference_steps"] = calibration.inference_steps_for(ctx.steps)
         return {k: _on_device(v, ctx) for k, v in inputs.items()}
 
     def target(self) -> Target:
@@ -117,33 +128,46 @@ class Tester:
         )
 
     def calibrate(self, pipe: Any, ctx: CallContext) -> Calibration:
-        """One plain call (the pipeline's warm-up) that counts the scheduler's steps and each module's calls."""
+        """Two plain calls (the first is the pipeline's warm-up), counting the scheduler's steps and each module's
+        calls: with the test's own num_inference_steps, and with more."""
         kwargs = self.call_kwargs(pipe, ctx)
+        stepped, modules = self._count(pipe, kwargs)
+        if stepped == 0:
+            raise NotDrivable(
+                f"{self.pipeline_class.__name__} ran no step of its scheduler in a call: no denoising loop to check"
+            )
+        denoiser = _denoiser(modules, stepped)
+        if denoiser is None:
+            raise NotDrivable(
+                f"no module of {self.pipeline_class.__name__} is called once per step (called: {modules})"
+            )
+        asked = kwargs.get("num_inference_steps") if "num_inference_steps" in _parameters(type(pipe).__call__) else None
+        slope, offset = 0.0, float(stepped)
+        if isinstance(asked, int) and asked > 0:
+            further = 2 * asked + 8  # far enough that a strength's floor cannot hide the slope
+            more, _ = self._count(pipe, {**kwargs, "num_inference_steps": further})
+            slope = (more - stepped) / (further - asked)
+            offset = stepped - slope * asked
+        self.calibration = Calibration(
+            denoiser=denoiser,
+            slope=slope,
+            offset=offset,
+            inference_steps=asked if isinstance(asked, int) else 0,
+            takes_step_callback="callback_on_step_end" in _parameters(type(pipe).__call__),
+            modules_called=modules,
+        )
+        return self.calibration
+
+    @staticmethod
+    def _count(pipe: Any, kwargs: dict[str, Any]) -> tuple[int, dict[str, int]]:
+        """(the pipeline's scheduler steps, each module's calls) in one plain call."""
         counts, steps = _count_calls(pipe)
         with steps, counts, torch.no_grad():
             try:
                 pipe(**kwargs)
             except Exception as exc:
                 raise Uncallable(exc) from exc
-        stepped = steps.count
-        if stepped == 0:
-            raise NotDrivable(
-                f"{self.pipeline_class.__name__} ran no step of its scheduler in a call: no denoising loop to check"
-            )
-        modules = counts.calls
-        denoiser = _denoiser(modules, stepped)
-        if denoiser is None:
-            raise NotDrivable(
-                f"no module of {self.pipeline_class.__name__} is called once per step (called: {modules})"
-            )
-        inference_steps = kwargs.get("num_inference_steps") or stepped
-        self.calibration = Calibration(
-            denoiser=denoiser,
-            steps_per_inference_step=stepped / inference_steps,
-            takes_step_callback="callback_on_step_end" in _parameters(type(pipe).__call__),
-            modules_called=modules,
-        )
-        return self.calibration
+        return steps.count, counts.calls
 
 
 class Uncallable(Exception):

@@ -120,3 +120,18 @@ def test_nothing_allocated_on_the_device_is_not_a_pass(backend: str) -> None:
         clean_loop(g, torch.device("cpu"))  # host tensors: the device never sees them
     assert g.report.passed is False
     assert "nothing was allocated on the" in g.report.not_checked[0]
+
+
+def test_a_leak_without_marked_steps_is_not_checked_rather_than_clean(backend: str, device) -> None:
+    """The marker's way: the body is one step, and growth needs two judged steps after the warm-up. A loop that leaks
+    every iteration used to pass as clean."""
+    kept = []
+    x = torch.ones(256, device=device)
+    with nosync_guard(checks=("alloc_growth",), backend=backend, whole_block=True) as g:
+        for _ in range(4):
+            kept.append(x * 2)
+    assert g.report.passed is False
+    assert any("the block ran 1 step(s): run at least 3" in reason for reason in g.report.not_checked)
+    with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
+        leaky_loop(g, device, steps=4)  # the same leak in marked steps: found
+    assert g.report.passed is False and g.report.of_kind("alloc_growth")

@@ -32,6 +32,7 @@ AREAS = (
             "baseline",
             "devices",
             "step_cost",
+            "census_table",
         ),
     ),
     ("detectors", ("detectors",)),
