@@ -47,21 +47,22 @@ class PipelineAnnotations:
         self._patches = Patches()
 
     def attach(self) -> None:
-        denoiser = getattr(self.pipeline, self.denoiser, None)
-        if denoiser is not None and hasattr(denoiser, "register_forward_pre_hook"):
-            guard = self.guard
+        guard = self.guard
 
-            def pre_hook(module: Any, args: Any) -> None:
-                guard.begin_step()
-                guard.enter_region(DENOISER_REGION)
+        def pre_hook(module: Any, args: Any) -> None:
+            guard.begin_step()
+            guard.enter_region(DENOISER_REGION)
 
-            def post_hook(module: Any, args: Any, output: Any) -> None:
-                guard.exit_region(DENOISER_REGION)
+        def post_hook(module: Any, args: Any, output: Any) -> None:
+            guard.exit_region(DENOISER_REGION)
 
-            pre = denoiser.register_forward_pre_hook(pre_hook)
-            post = denoiser.register_forward_hook(post_hook, always_call=True)
-            self._patches.push(pre.remove)
-            self._patches.push(post.remove)
+        for name in self.denoiser.split(","):  # several: steps that run one or the other (Wan 2.2's two experts)
+            denoiser = getattr(self.pipeline, name.strip(), None)
+            if denoiser is not None and hasattr(denoiser, "register_forward_pre_hook"):
+                pre = denoiser.register_forward_pre_hook(pre_hook)
+                post = denoiser.register_forward_hook(post_hook, always_call=True)
+                self._patches.push(pre.remove)
+                self._patches.push(post.remove)
         for attr, method, region in METHOD_REGIONS:
             owner = self.pipeline if attr is None else getattr(self.pipeline, attr, None)
             if owner is None or not callable(getattr(owner, method, None)):

@@ -177,7 +177,9 @@ class Guard:
     # ---- what detectors see (detectors.base.StepContext) ---------------------------------------
     @property
     def denoiser(self) -> Any:
-        return getattr(self.pipeline, self.options.denoiser, None) if self.pipeline is not None else None
+        """The pipeline's denoiser (the first, where steps run one of several)."""
+        name = self.options.denoiser.split(",")[0].strip()
+        return getattr(self.pipeline, name, None) if self.pipeline is not None else None
 
     @property
     def current_step(self) -> int | None:

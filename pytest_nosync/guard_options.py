@@ -28,7 +28,8 @@ class GuardOptions:
     sync check that saw nothing run on the device fails (False: the block knowingly runs host-only code). known: the
     known-issues baseline's matcher. trace: keep a torch.profiler trace of the block; trace_budgets: limits on
     the trace's figures. profile: confirm syncs with the profiler. denoiser: the pipeline attribute whose first
-    call opens a step. warmup_steps: steps before steady state (not judged by alloc_growth, host_overhead).
+    call opens a step (comma-separated where steps run one of several). warmup_steps: steps before steady state
+    (not judged by alloc_growth, host_overhead).
     max_walk_fraction: a module-tree walk visiting more of the denoiser than this fails host_overhead.
     alloc_sites: alloc_growth notes the line of every device allocation (slow), to name the one that grows.
     ops_steps: (first, last) steps whose ops device_ops counts, None for every step; outside them its counting mode

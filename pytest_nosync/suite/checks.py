@@ -18,7 +18,7 @@ import torch
 
 from ..checks import SUITE_CHECKS
 from ..detectors.memory import UNATTRIBUTED
-from ..findings import Report
+from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from .guarded_call import error_report, guarded_call
 
@@ -92,6 +92,10 @@ def run_check(
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
     report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    if report.steps < steps and not report.of_kind(Kind.ERROR):
+        # What the check judges needs those steps (steady steps after a warm-up): fewer checked less than it claims.
+        report.not_checked.append(f"the call ran {report.steps} of the {steps} denoising steps the check asked for")
+        report.passed = False
     if check == "alloc_growth" and not options.alloc_sites and any(f.where == UNATTRIBUTED for f in report.failures):
         # The cheap pass saw growth; the same seeded call again, noting where each allocation was made, names it.
         options = replace(options, alloc_sites=True)

@@ -33,6 +33,7 @@ import torch
 from .targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
+STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
 _KNOWN_ARGUMENTS = {"device", "seed"}
 
 
@@ -46,12 +47,22 @@ def provider(cls: type) -> type | None:
 
 
 def is_pipeline_tester(cls: Any) -> bool:
-    """A class with a `pipeline_class` (a diffusers pipeline class) and `get_dummy_components`/`get_dummy_inputs`
-    of its own or inherited from a tester base (the mixins themselves define neither)."""
+    """A class with a `pipeline_class` (a diffusers pipeline class, or the placeholder diffusers exports for one whose
+    optional dependencies are missing) and `get_dummy_components`/`get_dummy_inputs` of its own or inherited from a
+    tester base (the mixins themselves define neither)."""
     if not inspect.isclass(cls) or provider(cls) is None or not callable(getattr(cls, "get_dummy_inputs", None)):
         return False
     pipeline = inspect.getattr_static(cls, "pipeline_class", None)
-    return inspect.isclass(pipeline) and hasattr(pipeline, "from_pretrained") and hasattr(pipeline, "components")
+    if not inspect.isclass(pipeline):
+        return False
+    return bool(_placeholder_backends(pipeline)) or (
+        hasattr(pipeline, "from_pretrained") and hasattr(pipeline, "components")
+    )
+
+
+def _placeholder_backends(cls: type) -> list[str]:
+    """The backends a diffusers placeholder class stands for (of metaclass DummyObject); empty for a real class."""
+    return list(getattr(cls, "_backends", ())) if type(cls).__name__ == "DummyObject" else []
 
 
 def tester_name(cls: type) -> str:
@@ -88,6 +99,12 @@ class Tester:
         self.cls = cls
         self.name = tester_name(cls)
         self.pipeline_class = inspect.getattr_static(cls, "pipeline_class")
+        backends = _placeholder_backends(self.pipeline_class)
+        if backends:
+            raise NotDrivable(
+                f"{self.pipeline_class.__name__} needs {', '.join(backends)}, not installed here (diffusers gives a "
+                "placeholder class for it)"
+            )
         self.calibration: Calibration | None = None
         self._instance: Any = None
         self._inputs = _input_binder(cls.get_dummy_inputs)
@@ -110,6 +127,9 @@ class Tester:
     def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
         inputs = dict(self._inputs(self.instance, ctx))
+        if "num_inference_steps" in inputs and "num_inference_steps" in _parameters(type(pipe).__call__):
+            for fixed in STEP_LISTS:  # a list of timesteps would fix the steps whatever the count says
+                inputs.pop(fixed, None)
         calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work
         if calibration is not None and calibration.inference_steps:
             inputs["num_inference_steps"] = calibration.inference_steps_for(ctx.steps)
@@ -180,15 +200,16 @@ class Uncallable(Exception):
 
 # ---- instances and inputs ---------------------------------------------------------------------------------------
 def _instantiate(cls: type) -> Any:
-    """An instance as the test runner makes one: a TestCase for a method name it has (or the default), and setUp."""
+    """An instance as the test runner makes one: a TestCase for its default method name, after setUpClass, then
+    setUp (a few start patches there that the call needs; most clean caches)."""
     try:
         instance = cls()  # a TestCase takes its default method name, runTest, even when it has none
     except TypeError as exc:
         raise NotDrivable(f"{cls.__qualname__}() cannot be instantiated: {exc}") from exc
-    setup = getattr(instance, "setUp", None)
-    if isinstance(instance, unittest.TestCase) and callable(setup):
-        with contextlib.suppress(Exception):  # setUp cleans caches and memory in diffusers: nothing inputs need
-            setup()
+    if isinstance(instance, unittest.TestCase):
+        for hook in (getattr(cls, "setUpClass", None), getattr(instance, "setUp", None)):
+            with contextlib.suppress(Exception):  # a skip there (a deprecated pipeline) is not ours to obey
+                hook()
     return instance
 
 
@@ -324,11 +345,17 @@ def _count_calls(pipe: Any) -> tuple[_ModuleCalls, _SchedulerSteps]:
 
 
 def _denoiser(calls: dict[str, int], steps: int) -> str | None:
+    """The module called once per step: the first of the usual names among those called at least once per step, else
+    the most called of them; where none is (Wan 2.2 runs `transformer` in the first steps and `transformer_2` in the
+    others), the usual names that together are, comma-separated."""
     every_step = {name: n for name, n in calls.items() if n >= steps}
     for name in DENOISER_NAMES:
         if name in every_step:
             return name
-    return max(every_step, key=lambda name: every_step[name]) if every_step else None
+    if every_step:
+        return max(every_step, key=lambda name: every_step[name])
+    together = [name for name in DENOISER_NAMES if calls.get(name)]
+    return ",".join(together) if sum(calls[name] for name in together) >= steps else None
 
 
 def testers_of(module: Any) -> Iterator[type]:

@@ -61,6 +61,7 @@ NOT_DRIVABLE = """
 import unittest
 
 import torch
+from diffusers.utils import DummyObject
 
 from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
 
@@ -83,6 +84,20 @@ class UnknownInputsFastTests(unittest.TestCase):
         return {"transformer": Denoiser(), "scheduler": Scheduler()}
 
     def get_dummy_inputs(self, device, resolution):
+        return {}
+
+
+class NeedsABackend(metaclass=DummyObject):  # what diffusers exports for a pipeline whose dependency is missing
+    _backends = ["a_backend_nobody_has"]
+
+
+class PlaceholderFastTests(unittest.TestCase):
+    pipeline_class = NeedsABackend
+
+    def get_dummy_components(self):
+        return {}
+
+    def get_dummy_inputs(self, device, seed=0):
         return {}
 
 
@@ -151,9 +166,10 @@ def test_a_sync_in_a_testers_loop_fails_at_its_line(pytester: pytest.Pytester) -
 def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_not_drivable=NOT_DRIVABLE)
     result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
-    result.assert_outcomes(skipped=2, failed=1)
+    result.assert_outcomes(skipped=3, failed=1)
     out = result.stdout.str()
-    assert "nosync: 1 of 3 pipeline classes checked; 2 not checked:" in out, out
+    assert "nosync: 1 of 4 pipeline classes checked; 3 not checked:" in out, out
+    assert "NeedsABackend needs a_backend_nobody_has, not installed here" in out
     assert "get_dummy_components() needs a module that is not installed: No module named 'not_installed" in out
     assert "get_dummy_inputs takes resolution, which the census does not know how to give" in out
     line = loop_pipeline.line_of("raises in the loop")
