@@ -57,7 +57,11 @@ class TesterCheck(pytest.Item):
             pytest.fail(render.render_report(report, self.census.session.root), pytrace=False)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.class_id}::{self.name}"
+        try:
+            line = inspect.getsourcelines(self.tester_class)[1] - 1  # 0-based, as pytest's own items give it
+        except (OSError, TypeError):
+            line = 0
+        return self.path, line, f"{self.class_id}::{self.name}"
 
 
 @dataclass

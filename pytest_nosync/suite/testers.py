@@ -123,6 +123,10 @@ class Tester:
             raise
         except (ImportError, OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
             raise NotDrivable(_reason("get_dummy_components()", exc)) from exc
+        except BaseException as exc:
+            if _is_skip(exc):  # the tester skips itself here (unittest.SkipTest, pytest.skip)
+                raise NotDrivable(f"get_dummy_components() skips: {exc}") from exc
+            raise
 
     def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
@@ -264,6 +268,10 @@ def _parameters(function: Callable[..., Any]) -> frozenset[str]:
         return frozenset(inspect.signature(function).parameters)
     except (TypeError, ValueError):
         return frozenset()
+
+
+def _is_skip(exc: BaseException) -> bool:
+    return isinstance(exc, unittest.SkipTest) or type(exc).__name__ == "Skipped"  # pytest.skip's outcome
 
 
 def _reason(where: str, exc: BaseException) -> str:
