@@ -10,6 +10,7 @@ found: the census maps what the code does, the baseline only decides what fails.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,15 +19,23 @@ from .findings import SYNC_KINDS, Kind, Location, Phase, Report, Status
 from .source_identity import package_path
 
 COUNTED = (Status.FAIL, Status.KNOWN, Status.BUDGET)  # what the code does, whatever the policy made of it
+# `<module>::<TesterClass>::nosync[<check>]`; pytest-xdist's loadgroup appends `@<group>` to the ids it reports
+_ITEM = re.compile(r"^(?P<tester>.+)::nosync\[(?P<check>[A-Za-z_]+)\](?:@.*)?$")
+
+
+def census_item(nodeid: str) -> tuple[str, str] | None:
+    """(tester class id, check) of a census item's node id, also as xdist reports it; None for another test."""
+    match = _ITEM.match(nodeid)
+    return (match["tester"], match["check"]) if match else None
 
 
 def rows(reports: Iterable[Report], census: Mapping[str, Any]) -> list[dict[str, str]]:
     """The table's rows, sorted by pipeline: a dict of column → cell text."""
     by_class: dict[str, dict[str, Report]] = {}
     for report in reports:
-        class_id, _, item = report.test_id.rpartition("::")
-        if item.startswith("nosync["):
-            by_class.setdefault(class_id, {})[report.check] = report
+        item = census_item(report.test_id)
+        if item is not None:
+            by_class.setdefault(item[0], {})[report.check] = report
     out = []
     not_checked = {cls: reason for reason, classes in census.get("not_checked", {}).items() for cls in classes}
     for class_id in sorted(set(by_class) | set(census.get("outcomes", {}))):

@@ -180,11 +180,13 @@ def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[st
 
         regressions.unipc_case(config, device, **nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler"))
     """
+    from .xdist import plain_nodeid
+
     session = _session(request)
 
     def kwargs(check: str, target: str = "", **fixed: Any) -> dict[str, Any]:
         guard = session.guard_options(request.node, check, target, **fixed)
-        return {"options": guard, "test_id": request.node.nodeid, "check": check, "target": target}
+        return {"options": guard, "test_id": plain_nodeid(request.node.nodeid), "check": check, "target": target}
 
     return kwargs
 

@@ -41,12 +41,14 @@ class TesterCheck(pytest.Item):
         self.tester_class = tester_class
         self.check = check
         self.census = census
+        # Kept as collected: pytest-xdist's loadgroup appends `@<group>` to the node id in its workers.
+        self.check_id = self.nodeid
         for mark in (pytest.mark.gpu, pytest.mark.nosync, pytest.mark.xdist_group(self.class_id)):
             self.add_marker(mark)
 
     @property
     def class_id(self) -> str:
-        return self.nodeid.rsplit("::", 1)[0]
+        return self.check_id.rsplit("::", 1)[0]
 
     def runtest(self) -> None:
         report = self.census.run(self)
@@ -178,12 +180,12 @@ class Census:
         tester = built.tester
         options = self.session.guard_options(item, item.check, tester.name, denoiser=self._denoiser(built))
         if built.error is not None:
-            report = error_report(built.error, options, test_id=item.nodeid, check=item.check, target=tester.name)
+            report = error_report(built.error, options, test_id=item.check_id, check=item.check, target=tester.name)
             report.metrics["pipeline"] = tester.pipeline_class.__name__
             return report
         target = tester.target()
         call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
-        report = run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid,
+        report = run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.check_id,
                            target=target.name)  # fmt: skip
         report.metrics["pipeline"] = target.pipeline_class
         report.metrics["denoiser"] = target.denoiser
@@ -254,15 +256,17 @@ class Census:
     # ---- coverage ------------------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Where results arrive (this process, or the xdist controller): a check's verdict, or why it did not run.
-        name = report.nodeid.rsplit("::", 1)
-        if len(name) != 2 or not name[1].startswith(f"{CENSUS}["):
+        from ..census_table import census_item
+
+        name = census_item(report.nodeid)
+        if name is None:
             return
         if report.when == "call" or (report.skipped and report.when == "setup"):
             outcome = report.outcome
             if report.skipped:
                 longrepr = report.longrepr
                 outcome = (longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)).removeprefix("Skipped: ")
-            self.outcomes.setdefault(name[0], {})[name[1]] = outcome
+            self.outcomes.setdefault(name[0], {})[f"{CENSUS}[{name[1]}]"] = outcome
 
     def coverage(self) -> tuple[int, int, dict[str, list[str]]]:
         """(tester classes, checked, reason → classes not checked)."""

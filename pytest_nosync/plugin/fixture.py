@@ -11,6 +11,7 @@ import pytest
 
 from ..findings import Report
 from ..guard_options import GuardOptions, split_options
+from .xdist import plain_nodeid
 
 if TYPE_CHECKING:
     from ..guard import Guard
@@ -32,10 +33,11 @@ class NosyncFixture:
         from ..guard import Guard
 
         fields, rest = split_options(overrides)
+        test_id = plain_nodeid(self.item.nodeid)
         if self._session is None:
-            return Guard(pipeline, replace(GuardOptions(), **fields), test_id=self.item.nodeid, enabled=False, **rest)
+            return Guard(pipeline, replace(GuardOptions(), **fields), test_id=test_id, enabled=False, **rest)
         options = replace(self._session.guard_options(self.item), **fields)
-        return Guard(pipeline, options, test_id=self.item.nodeid, on_finish=self.add_report, **rest)
+        return Guard(pipeline, options, test_id=test_id, on_finish=self.add_report, **rest)
 
     def add_report(self, report: Report) -> None:
         """Attach a report to the test (a failing one fails it); without --nosync reports are dropped."""

@@ -119,7 +119,7 @@ class NosyncSession:
         `check` defaults to the marker's checks."""
         marker = self.marker_values(item)
         check = check or ",".join(marker.get("checks", GuardOptions.checks))
-        known = self.known_matcher(item.nodeid, target, check)
+        known = self.known_matcher(xdist.plain_nodeid(item.nodeid), target, check)
         settings = self.settings
         return table.resolve(settings, marker, backend=settings.backend, trace=self.trace, known=known, **fixed)
 
@@ -143,7 +143,7 @@ class NosyncSession:
 
     def add_report(self, item: pytest.Item, report: Report) -> None:
         """Attach a report to the test: a failing one fails it after the test body returns."""
-        report.test_id = report.test_id or item.nodeid
+        report.test_id = report.test_id or xdist.plain_nodeid(item.nodeid)
         item.stash.setdefault(ITEM_REPORTS, []).append(report)
 
     def reports_of(self, item: pytest.Item) -> list[Report]:
@@ -237,7 +237,8 @@ class NosyncSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs where results arrive: in this process, or on the xdist controller.
-        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+        test_id = xdist.plain_nodeid(report.nodeid)
+        self.durations[test_id] = self.durations.get(test_id, 0.0) + report.duration
         for name, value in report.user_properties:
             if name == "nosync":
                 self.reports.append(Report.from_dict(value))

@@ -14,6 +14,7 @@ import pytest
 from ..findings import Report
 from ..suite.targets.base import CallContext, Target
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
+from .xdist import plain_nodeid
 
 if TYPE_CHECKING:
     import torch
@@ -134,7 +135,8 @@ class SuiteRun:
             pipe = self.pipeline(target, device, ctx.dtype)
         call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
         options = self.session.guard_options(item, check, target.name, denoiser=target.denoiser)
-        return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.nodeid, target=target.name)
+        test_id = plain_nodeid(item.nodeid)
+        return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=test_id, target=target.name)
 
     def step_metrics(self, item: pytest.Item, target: Target, pipe: Any, benchmark: Any) -> Report:
         """The target's step metrics, timed through pytest-benchmark's `benchmark` fixture and judged against the
@@ -149,7 +151,7 @@ class SuiteRun:
         report = measure(
             pipe, target.kwargs_by_steps(pipe, ctx), options, steps=steps,
             rounds=self.settings.metrics_rounds or default_rounds(options.backend), repeat=benchmark_repeat(benchmark),
-            counted=counted, test_id=item.nodeid, target=target.name,
+            counted=counted, test_id=plain_nodeid(item.nodeid), target=target.name,
         )  # fmt: skip
         if "step_metrics" in report.metrics:
             if saving(config):

@@ -29,6 +29,13 @@ def role(config: pytest.Config) -> Role:
     return Role.CONTROLLER if config.getoption("numprocesses", default=None) else Role.ALONE
 
 
+def plain_nodeid(nodeid: str) -> str:
+    """A node id as collected: `--dist loadgroup` reports `<id>@<xdist group>`. (An "@" inside a parameter id, which
+    a bracket follows, is the test's own.)"""
+    head, at, group = nodeid.rpartition("@")
+    return head if at and head and "[" not in group and "]" not in group else nodeid
+
+
 WORKER_GPU_KEY = "nosync_gpu"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
 

@@ -5,6 +5,7 @@ checks run real steps and find a planted sync at its line, and that what cannot 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -152,6 +153,34 @@ def test_gpu_selects_only_the_checks_which_run_real_steps(pytester: pytest.Pytes
     assert steps[("TestLoop", "syncs")] == 2 and steps[("TestLoop", "alloc_growth")] == 3
     assert steps[("NetPipelineFastTests", "syncs")] == 2  # its denoiser, `net`, was found by its calls
     assert doc["census"]["classes"] == 2 and doc["census"]["checked"] == 2
+
+
+def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_ids(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--dist loadgroup` keeps a tester's checks on one worker and reports their ids as `<id>@<group>`: the
+    coverage, the report's census section and the table still name each class and check once."""
+    from pytest_nosync import census_table
+    from pytest_nosync.findings import Report
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.twins, in the workers
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
+    result = pytester.runpytest_subprocess(
+        "-m", "gpu", "--nosync", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "--nosync-report=r.json"
+    )
+    result.assert_outcomes(passed=7, failed=1)
+    result.stdout.fnmatch_lines(["nosync: 2 of 2 pipeline classes checked"])
+    doc = json.loads((pytester.path / "r.json").read_text())
+    assert sorted(doc["census"]["outcomes"]) == [
+        "test_pipelines.py::NetPipelineFastTests",
+        "test_pipelines.py::TestLoop",
+    ]
+    assert not [t["test_id"] for t in doc["tests"] if "@" in t["test_id"]]
+    table = census_table.rows([Report.from_dict(t) for t in doc["tests"]], doc["census"])
+    assert [(r["tester"], r["syncs"].split(":")[0]) for r in table] == [
+        ("test_pipelines.py::TestLoop", "1"),
+        ("test_pipelines.py::NetPipelineFastTests", "0"),
+    ]
 
 
 def test_a_sync_in_a_testers_loop_fails_at_its_line(pytester: pytest.Pytester) -> None:
