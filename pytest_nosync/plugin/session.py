@@ -64,6 +64,7 @@ class NosyncSession:
         session. First of all an xdist worker is pinned to its GPU: nothing may initialise CUDA before."""
         role = xdist.role(config)
         xdist.pin_worker(config)
+        xdist.share_cores(config)
         settings = table.read(config)
         usage.check_targets(settings)
         if settings.suite:

@@ -73,6 +73,20 @@ def pin_worker(config: pytest.Config) -> str | None:
     return gpu
 
 
+def share_cores(config: pytest.Config) -> int | None:
+    """In an xdist worker: its share of the machine's cores for torch's CPU threads. Each process would otherwise
+    start one thread per core, and N workers' threads spinning on the same cores slow every CPU op by far more than
+    N (a tiny pipeline's step took seconds with 14 workers on 16 cores). OMP_NUM_THREADS, when set, is the user's."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    import torch
+
+    threads = max(1, (os.cpu_count() or 1) // max(1, int(workerinput.get("workercount", 1))))
+    torch.set_num_threads(threads)
+    return threads
+
+
 def auto_workers(config: pytest.Config) -> int | None:
     """`-n auto` with --nosync on a GPU machine: one worker per visible GPU, and none (the run stays in this process)
     with a single GPU: one worker would add its start-up and lose the graph helpers, which xdist runs do not use.

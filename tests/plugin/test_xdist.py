@@ -174,3 +174,29 @@ def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.P
     pytester.runpytest_subprocess("--nosync", "-n", "2")
     costs = json.loads((pytester.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
     assert set(costs) == {"gw0", "gw1"} and all(seconds >= 0 for seconds in costs.values())
+
+
+THREADS = """
+import os, torch
+
+def test_threads(tmp_path_factory):
+    root = tmp_path_factory.getbasetemp().parent.parent
+    (root / f"{os.environ['PYTEST_XDIST_WORKER']}.threads").write_text(str(torch.get_num_threads()))
+
+def test_threads_too(tmp_path_factory):
+    test_threads(tmp_path_factory)
+"""
+
+
+@pytest.mark.parametrize(("omp", "workers"), [("", "2"), ("1", "1")])  # each differs from what the other rule gives
+def test_workers_share_the_cores_unless_omp_num_threads_says(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, omp: str, workers: str
+) -> None:
+    # Every worker starting a thread per core oversubscribes the machine N times over.
+    import os
+
+    monkeypatch.setenv("OMP_NUM_THREADS", omp) if omp else monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    pytester.makepyfile(THREADS)
+    pytester.runpytest_subprocess("--nosync", "-n", workers, "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    seen = {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")}
+    assert seen == {omp or str(max(1, (os.cpu_count() or 1) // int(workers)))}
