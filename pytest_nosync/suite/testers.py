@@ -132,6 +132,9 @@ class Tester:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
         inputs = dict(self._inputs(self.instance, ctx))
         if "num_inference_steps" in inputs and "num_inference_steps" in _parameters(type(pipe).__call__):
+            listed = next((inputs[k] for k in STEP_LISTS if inputs.get(k) is not None), None)
+            if inputs["num_inference_steps"] is None and listed is not None:  # the list alone gives the steps
+                inputs["num_inference_steps"] = len(listed)
             for fixed in STEP_LISTS:  # a list of timesteps would fix the steps whatever the count says
                 inputs.pop(fixed, None)
         calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work

@@ -205,6 +205,33 @@ def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pyt
     result.stdout.fnmatch_lines([f"*error*loop_pipeline.py:{line}*step 0*", "*ValueError: the loop fails*"])
 
 
+LISTED_STEPS = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class ListedStepsFastTests(unittest.TestCase):  # ConsistencyModelPipeline's tests give the steps as a list
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": None, "timesteps": [0.9, 0.5]}
+"""
+
+
+def test_steps_given_as_a_list_alone_become_a_count_the_check_can_raise(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_listed=LISTED_STEPS)
+    args = ("-k", "syncs or alloc_growth", "--nosync-report=r.json")
+    pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", *args).assert_outcomes(passed=2)
+    steps = {t["check"]: t["steps"] for t in json.loads((pytester.path / "r.json").read_text())["tests"]}
+    assert steps["syncs"] == 2 and steps["alloc_growth"] == 3  # more than the list's two: the count was raised
+
+
 LIBRARY = """
 import torch
 

@@ -44,13 +44,18 @@ class LoopPipeline(DiffusionPipeline):
     def __call__(
         self,
         latents: torch.Tensor,
-        num_inference_steps: int = 3,
+        num_inference_steps: int | None = 3,
+        timesteps: list[float] | None = None,
         strength: float = 1.0,
         read_early: bool = False,
         iterate: bool = False,
         fail: bool = False,
     ) -> torch.Tensor:
-        """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop."""
+        """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
+        steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
+        if (num_inference_steps is None) == (timesteps is None):
+            raise ValueError("Exactly one of `num_inference_steps` or `timesteps` must be supplied.")
+        num_inference_steps = num_inference_steps or len(timesteps or ())
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
         timesteps = self.scheduler.timesteps[num_inference_steps - int(num_inference_steps * strength) :]
         if iterate:
