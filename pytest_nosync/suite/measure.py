@@ -1,12 +1,12 @@
 """The step metrics of one pipeline: pipeline in, a Report with its numbers out, nothing of pytest.
 
 Timed calls (host ms, device ms, peak memory per step) and one counting call (device ops and the lines that issued
-them) after the pipeline's warm-up, combined by pytest_nosync.step_cost.combine. On a GPU counting inflates the
-times of the call it counts in, so it has a call of its own; under emulation every op already runs through Python
-and the timed calls count too (one call fewer per target; saved and current runs are measured alike). The calls
-stop at the latents (`latents_only`), and the counting mode is on in the steady steps only (GuardOptions.ops_steps).
-How the timed calls are repeated is the caller's: the plugin hands them to pytest-benchmark, whose rounds and
-statistics its users know.
+them) after the pipeline's warm-up and one plain call like them, combined by pytest_nosync.step_cost.combine. On a
+GPU counting inflates the times of the call it counts in, so it has a call of its own; under emulation every op
+already runs through Python and the timed calls count too (one call fewer per target; saved and current runs are
+measured alike). The calls stop at the latents (`latents_only`), and the counting mode is on in the steady steps only
+(GuardOptions.ops_steps). How the timed calls are repeated is the caller's: the plugin hands them to
+pytest-benchmark, whose rounds and statistics its users know.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
+
+import torch
 
 from .. import source_identity, step_cost
 from ..findings import Report
@@ -58,9 +60,14 @@ def counting(options: GuardOptions, steps: int, *, timed: bool = False) -> Guard
 
 
 def _warm_up(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, steps: int, names: dict) -> Report | None:
-    """The pipeline's warm-up call (once per pipeline); the failing report when it raised."""
+    """The pipeline's warm-up call (once per pipeline), then one plain call of the measured call itself; the failing
+    report when either raised. A pipeline keeps state from its last call into the next (UniPC's `timestep_list` holds
+    the last call's timesteps into the first two steps, 8 bytes a step): after that second call it is the same
+    whatever ran before in the process (another check's call of other steps, no call), and so are the numbers."""
     try:
         warm(pipe, call_kwargs, steps)
+        with torch.no_grad():
+            pipe(**latents_only(call_kwargs)(steps))
     except Exception as exc:
         return error_report(exc, options, **names)
     return None

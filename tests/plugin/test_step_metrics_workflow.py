@@ -130,6 +130,27 @@ def test_a_saved_target_compares_equal_when_another_pipeline_was_built_first(
     compared.stdout.fnmatch_lines(["*flux2_klein * ops =, host *, peak =*"])
 
 
+ALONE = "test_step_metrics"
+AFTER_OTHERS = "test_syncs or test_alloc_growth or test_host_overhead or test_step_metrics"
+
+
+@pytest.mark.parametrize(
+    ("saved_with", "compared_with"), [(ALONE, AFTER_OTHERS), (AFTER_OTHERS, ALONE)], ids=["alone-first", "others-first"]
+)
+def test_the_readmes_save_and_compare_agree_whatever_ran_before(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, saved_with: str, compared_with: str
+) -> None:
+    """Saved with the step metrics alone and compared after the target's other checks, and the reverse: the figures
+    are equal. Those checks call the pipeline with other step counts (2; 6 for alloc_growth), and UniPC keeps its last
+    call's timesteps into the next call's first steps: wan's peak memory read +8 bytes one way, -8 the other."""
+    wan = "--nosync-targets=wan"
+    saved = _suite(project, monkeypatch, "", wan, "-k", saved_with, "--benchmark-autosave")
+    assert saved.ret == pytest.ExitCode.OK, saved.stdout.str()[-3000:]
+    compared = _suite(project, monkeypatch, "", wan, "-k", compared_with, "--benchmark-compare")
+    assert compared.ret == pytest.ExitCode.OK, compared.stdout.str()[-3000:]
+    compared.stdout.fnmatch_lines(["*wan * ops =, host *, peak =*"])
+
+
 def _edited_copy(project: pytest.Pytester, name: str, edit) -> None:
     document = json.loads(_saved(project).read_text())
     edit(document["benchmarks"][0]["extra_info"]["nosync"])
