@@ -18,9 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .findings import Report
 from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
@@ -28,6 +26,9 @@ from .profiling.config import NAMES as BUDGET_NAMES
 from .profiling.diagnose import TraceDiagnosis, diagnose
 from .profiling.render import render_diagnosis
 from .profiling.trace import Trace
+
+if TYPE_CHECKING:
+    import torch  # imported by `profile` only: the other commands answer without it
 
 Build = Callable[..., Any]  # build_pipeline(target, device, dtype, checkpoint=None)
 _DTYPES = ("bfloat16", "float16", "float32")
@@ -166,6 +167,8 @@ def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[M
 
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
+    import torch
+
     from .emulation import is_emulated
     from .guard_options import GuardOptions
     from .suite.guarded_call import guarded_call
@@ -223,6 +226,8 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
 
 
 def _device(name: str | None) -> torch.device:
+    import torch
+
     from .devices import cuda_available, execution_device
 
     if name in ("emu", "emulate"):
@@ -235,6 +240,8 @@ def _device(name: str | None) -> torch.device:
 def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:
     """Replace the denoiser by its torch.compile'd wrapper. The guard's hooks then sit on the wrapper, outside
     the compiled region, and add no graph break."""
+    import torch
+
     setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser), backend=backend))
 
 
