@@ -135,10 +135,14 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
 
 
 def check_outputs(settings: Settings) -> None:
-    for option, path in (("--nosync-report", settings.report), ("--nosync-baseline-write", settings.baseline_write)):
+    outputs = (
+        ("--nosync-report", settings.report, "nosync-report.json"),
+        ("--nosync-baseline-write", settings.baseline_write, "nosync-baseline.json"),
+    )
+    for option, path, example in outputs:
         if path:
             try:
-                run_report.check_writable(path)
+                run_report.check_writable(path, example)
             except OSError as exc:
                 raise pytest.UsageError(f"{option}: {exc}") from None
     trace = settings.trace

@@ -91,7 +91,7 @@ def test_budget_exceeded_exits_1_with_the_finding(tmp_path: Path, capsys: Any) -
 def test_usage_errors(argv: tuple[str, ...], message: str, capsys: Any) -> None:
     with pytest.raises(SystemExit) as exit_info:
         _main(*argv)
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == 4
     assert message in capsys.readouterr().err
 
 
