@@ -4,10 +4,8 @@ that cannot be written)."""
 
 from __future__ import annotations
 
-import getpass
 import inspect
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -103,15 +101,6 @@ def add_suite_to_args(config: pytest.Config) -> None:
             config.args.append(suite)
     else:
         config.args[:] = [suite]
-
-
-def private_temp_dir(name: str) -> Path:
-    """A directory of this user's under the temporary directory (mode 0700: other users of a shared machine can
-    neither read what a run wrote nor plant files where it writes)."""
-    path = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / name
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
-    return path
 
 
 def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baseline | None:
