@@ -18,11 +18,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .findings import Report
-from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
 from .profiling.config import NAMES as BUDGET_NAMES
+from .profiling.config import ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
 from .profiling.diagnose import TraceDiagnosis, diagnose
 from .profiling.render import render_diagnosis
 from .profiling.trace import Trace
@@ -51,7 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dtype", choices=_DTYPES, help="default: bfloat16 on cuda, float32 on cpu")
     p.add_argument("--checkpoint", help="a local checkpoint directory or cached repo id instead of the tiny build")
-    p.add_argument("--out", help=f"trace file (default {DEFAULT_DIR}/<target>-<mode>.json)")
+    p.add_argument(
+        "--out",
+        help="the trace file, or a directory (one that exists, or DIR/) for <target>-<mode>.json; "
+        "default: a new private temporary directory, printed",
+    )
     p.add_argument("--gzip", action="store_true", help="write .json.gz")
     p.add_argument("--record-shapes", action="store_true")
     p.add_argument("--profile-memory", action="store_true")
@@ -259,7 +264,8 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if args.nsys and budgets.any:
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
     _check_checkpoint(args.checkpoint)
-    _check_writable("--out", args.out, "trace.json")  # before the pipeline is built and run, not after
+    out = _named_out(args)
+    _check_writable("--out", out, "trace.json")  # before the pipeline is built and run, not after
     _check_writable("--json", args.json_out, "diagnosis.json")
     target = targets[args.target]
     device = _device(args.device)
@@ -277,7 +283,8 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
-    out = args.out or os.path.join(DEFAULT_DIR, f"{args.target}-{args.mode}.json")
+    if not out and not args.nsys:  # (nsys mode writes no trace)
+        out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     config = TraceConfig(
         mode="never" if args.nsys else "always",
         path=out,
@@ -298,6 +305,25 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if not checks:
         print("syncs: not checked on the plain CPU (--device emu checks them on the CPU emulation of a GPU)")
     return _summarise(report, args)
+
+
+def _named_out(args: argparse.Namespace) -> str | None:
+    """The trace file --out names: the path itself, or <target>-<mode>.json in the directory it names."""
+    if not args.out:
+        return None
+    if os.path.isdir(args.out) or args.out.endswith(("/", os.sep)):
+        return os.path.join(args.out, f"{args.target}-{args.mode}.json")
+    return args.out
+
+
+def _temporary_dir(args: argparse.Namespace) -> Path:
+    """Without --out, a new directory of the user's under the temporary directory, said before the call (not the
+    working directory: a command run anywhere leaves nothing there)."""
+    from .profiling.export import fresh_private_dir
+
+    directory = fresh_private_dir("profiles", prefix=f"{args.target}-{args.mode}-")
+    print(f"outputs: {directory} (a new private temporary directory; --out names another place)")
+    return directory
 
 
 def _check_checkpoint(checkpoint: str | None) -> None:

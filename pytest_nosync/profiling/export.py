@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,24 @@ def private_temp_dir(name: str) -> Path:
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.parent.chmod(0o700)
     return path
+
+
+def fresh_private_dir(name: str, prefix: str, keep: int = KEEP_TRACES) -> Path:
+    """A new directory under private_temp_dir(name), for one command's outputs. Of the earlier ones there (that
+    directory holds nothing else of anyone's), the newest `keep` - 1 stay: the temporary directory is bounded too."""
+    parent = private_temp_dir(name)
+    earlier = [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()]
+    earlier.sort(key=_mtime, reverse=True)
+    for old in earlier[keep - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile
+        return 0.0
 
 
 def prune(directory: str | Path, since: float, keep: int = KEEP_TRACES, keep_bytes: int = KEEP_BYTES) -> list[Path]:
