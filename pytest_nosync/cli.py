@@ -267,6 +267,8 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     out = _named_out(args)
     _check_writable("--out", out, "trace.json")  # before the pipeline is built and run, not after
     _check_writable("--json", args.json_out, "diagnosis.json")
+    if not out and not args.nsys:  # (nsys mode writes no trace)
+        out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     target = targets[args.target]
     device = _device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
@@ -283,8 +285,6 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
-    if not out and not args.nsys:  # (nsys mode writes no trace)
-        out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     config = TraceConfig(
         mode="never" if args.nsys else "always",
         path=out,
@@ -321,7 +321,10 @@ def _temporary_dir(args: argparse.Namespace) -> Path:
     working directory: a command run anywhere leaves nothing there)."""
     from .profiling.export import fresh_private_dir
 
-    directory = fresh_private_dir("profiles", prefix=f"{args.target}-{args.mode}-")
+    try:
+        directory = fresh_private_dir("profiles", prefix=f"{args.target}-{args.mode}-")
+    except OSError as exc:
+        raise UsageError(f"no --out, and no private temporary directory: {exc}") from None
     print(f"outputs: {directory} (a new private temporary directory; --out names another place)")
     return directory
 

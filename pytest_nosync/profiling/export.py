@@ -67,10 +67,14 @@ def check_directory(directory: str) -> None:
 
 def private_temp_dir(name: str) -> Path:
     """A directory of this user's under the temporary directory (mode 0700: other users of a shared machine can
-    neither read what a run wrote nor plant files where it writes)."""
+    neither read what a run wrote nor plant files where it writes). OSError with a sentence when another user made
+    it first: its name is guessable, so someone could have, to read or replace what is written there."""
     path = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / name
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
+    for directory in (path.parent, path):  # the parent checked before anything is made in it
+        directory.mkdir(mode=0o700, exist_ok=True)
+        if hasattr(os, "getuid") and directory.lstat().st_uid != os.getuid():
+            raise OSError(f"{directory} belongs to another user: remove it, or set TMPDIR to a directory of yours")
+        directory.chmod(0o700)
     return path
 
 

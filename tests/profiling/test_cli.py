@@ -122,6 +122,22 @@ def test_the_temporary_directories_are_bounded(tmp_path: Path, monkeypatch: pyte
     assert sorted(made[0].parent.iterdir()) == sorted([*made[-3:], made[0].parent / "notes.txt"])
 
 
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a directory away needs root")
+def test_a_private_directory_someone_else_made_is_refused(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its name is guessable: another user could make it first, to read or replace what is written there."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"pytest-nosync-{getpass.getuser()}"
+    planted.mkdir(mode=0o777)
+    os.chown(planted, 12345, 12345)
+    with pytest.raises(SystemExit) as exit_info:
+        _main("profile", "--target", "tiny")
+    assert exit_info.value.code == 4
+    assert f"no private temporary directory: {planted} belongs to another user" in capsys.readouterr().err
+    assert not list(planted.iterdir())
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
