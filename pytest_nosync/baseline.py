@@ -162,11 +162,18 @@ class Baseline:
                 raw = json.load(fh)
         except FileNotFoundError:
             raise BaselineError(f"baseline {path} does not exist (write one with --nosync-baseline-write)") from None
-        except json.JSONDecodeError as exc:
+        except IsADirectoryError:
+            raise BaselineError(f"baseline {path} is a directory, not a baseline file") from None
+        except OSError as exc:  # no permission, a broken device: the system's reason
+            raise BaselineError(f"baseline {path} cannot be read: {exc.strerror or exc}") from None
+        except ValueError as exc:  # JSONDecodeError, or bytes that are not UTF-8
             raise BaselineError(f"baseline {path} is not valid JSON: {exc}") from None
         if not isinstance(raw, dict) or raw.get("schema") not in SCHEMAS:
             raise BaselineError(f'baseline {path} has no \'"schema": "{SCHEMA}"\'')
-        return cls([_entry(path, i, item) for i, item in enumerate(raw.get("entries", []))], path, shipped)
+        entries = raw.get("entries", [])
+        if not isinstance(entries, list):
+            raise BaselineError(f"baseline {path}: 'entries' must be a list of entries")
+        return cls([_entry(path, i, item) for i, item in enumerate(entries)], path, shipped)
 
     @property
     def legacy(self) -> int:

@@ -7,7 +7,7 @@ diagnose a trace file, compare two runs' reports, migrate a known-issues baselin
 `profile` builds the target's pipeline (pytest_nosync.suite.targets.registry: tiny random weights, or --checkpoint),
 makes `--warmup` unprofiled calls (compile mode compiles the denoiser there), then profiles one call under a
 guard that marks its steps and regions, prints the diagnosis and writes the trace. Exit status 1 when a
-`--budget` is exceeded, 2 for a usage error.
+`--budget` is exceeded, 4 for a usage error (one line: a bad argument, a file that cannot be read or written).
 """
 
 from __future__ import annotations
@@ -18,23 +18,26 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
-
-import torch
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .findings import Report
-from .profiling.config import DEFAULT_DIR, ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
 from .profiling.config import NAMES as BUDGET_NAMES
+from .profiling.config import ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
 from .profiling.diagnose import TraceDiagnosis, diagnose
 from .profiling.render import render_diagnosis
 from .profiling.trace import Trace
 
+if TYPE_CHECKING:
+    import torch  # imported by `profile` only: the other commands answer without it
+
+USAGE_ERROR = 4  # pytest's status for a usage error: the command line and the plugin answer alike
 Build = Callable[..., Any]  # build_pipeline(target, device, dtype, checkpoint=None)
 _DTYPES = ("bfloat16", "float16", "float32")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_nosync", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m pytest_nosync", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("profile", help="profile one call of a target pipeline and diagnose its trace")
     p.add_argument("--target", required=True, help="a target of pytest_nosync.suite.targets.registry (e.g. wan)")
@@ -49,7 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dtype", choices=_DTYPES, help="default: bfloat16 on cuda, float32 on cpu")
     p.add_argument("--checkpoint", help="a local checkpoint directory or cached repo id instead of the tiny build")
-    p.add_argument("--out", help=f"trace file (default {DEFAULT_DIR}/<target>-<mode>.json)")
+    p.add_argument(
+        "--out",
+        help="the trace file, or a directory (one that exists, or DIR/) for <target>-<mode>.json; "
+        "default: a new private temporary directory, printed",
+    )
     p.add_argument("--gzip", action="store_true", help="write .json.gz")
     p.add_argument("--record-shapes", action="store_true")
     p.add_argument("--profile-memory", action="store_true")
@@ -89,66 +96,137 @@ def main(
     argv: Sequence[str] | None = None, *, targets: Mapping[str, Any] | None = None, build: Build | None = None
 ) -> int:
     """The command line. `targets` and `build` default to pytest_nosync.suite.targets.registry's TARGETS and
-    build_pipeline (tests pass stand-ins)."""
+    build_pipeline (tests pass stand-ins). A usage error (a bad argument, a file that cannot be read or written)
+    is one line on stderr and SystemExit(4)."""
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.command == "compare":
-        from .compare import compare, render
-        from .run_report import read
-
-        try:
-            (_, reference), (_, other) = read(args.reference), read(args.other)
-        except (OSError, ValueError) as exc:  # JSONDecodeError is a ValueError
-            parser.error(f"cannot read the reports: {exc}")
-        result = compare(reference, other)
-        print(render(result, ("reference", "other")))
-        return 1 if result.only_other or result.failed_only_other else 0
-    if args.command == "baseline":
-        return migrate_baseline(args.file, args.out, parser)
-    if args.command == "census":
-        from .census_table import render
-        from .run_report import read
-
-        try:
-            doc, reports = read(args.report)
-        except (OSError, ValueError) as exc:
-            parser.error(f"cannot read the report: {exc}")
-        if "census" not in doc:
-            parser.error(f"{args.report} has no census: run diffusers' tests with --nosync and --nosync-report")
-        print(render(reports, doc["census"], doc.get("environment", {}), args.title), end="")
-        return 0
-    if args.command == "options":
-        from .plugin.options import reference_markdown
-
-        print(reference_markdown(), end="")
-        return 0
-    if args.command == "diagnose":
-        diagnosis = diagnose(Trace.load(args.trace))
-        print(render_diagnosis(diagnosis))
-        _write_json(args.json_out, diagnosis)
-        return 0
     try:
+        if args.command == "compare":
+            return compare_reports(args.reference, args.other)
+        if args.command == "baseline":
+            return migrate_baseline(args.file, args.out)
+        if args.command == "census":
+            return census(args.report, args.title)
+        if args.command == "options":
+            from .plugin.options import reference_markdown
+
+            print(reference_markdown(), end="")
+            return 0
+        if args.command == "diagnose":
+            return diagnose_file(args.trace, args.json_out)
         return profile(args, targets, build)
     except UsageError as exc:
-        parser.error(str(exc))  # exits with status 2
-    return 2
+        parser.exit(USAGE_ERROR, f"{parser.prog} {args.command}: {exc}\n")
 
 
 class UsageError(ValueError):
-    pass
+    """What was asked cannot be done, in one sentence: exit status 4."""
 
 
-def migrate_baseline(path: str, out: str | None, parser: argparse.ArgumentParser) -> int:
+class _Parser(argparse.ArgumentParser):
+    """argparse's own errors (an unknown command, a missing argument) as one line and exit status 4, like every
+    other usage error here and the plugin's: argparse would print its usage and exit 2, which pytest uses for an
+    interrupted run."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _unreadable(what: str, path: str, exc: Exception) -> UsageError:
+    """One sentence for a file that could not be read as `what`: the reader's own sentence for one that is not what
+    it should be, the reason for one that cannot be read or is not JSON."""
+    if isinstance(exc, FileNotFoundError):
+        reason = "it does not exist"
+    elif isinstance(exc, IsADirectoryError):
+        reason = "it is a directory"
+    elif isinstance(exc, OSError):  # no permission; a .gz that is not gzip
+        reason = exc.strerror or str(exc)
+    elif isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
+        reason = f"it is not JSON ({exc})"
+    else:
+        return UsageError(str(exc))
+    return UsageError(f"cannot read {what} {path}: {reason}")
+
+
+def _check_writable(option: str, path: str | None, example: str) -> None:
+    """Before the work: an output that cannot be written stops the command with a sentence, not after it ran."""
+    from .run_report import check_writable
+
+    if path:
+        try:
+            check_writable(path, example)
+        except OSError as exc:
+            raise UsageError(f"{option}: {exc}" if option else str(exc)) from None
+
+
+def _write(option: str, path: str, write: Callable[[], object]) -> None:
+    """Write an output; one that became unwritable since it was checked is a sentence too."""
+    try:
+        write()
+    except OSError as exc:
+        where = f"{option}: " if option else ""
+        raise UsageError(f"{where}could not write {path}: {exc.strerror or exc}") from None
+
+
+def compare_reports(reference_path: str, other_path: str) -> int:
+    """`compare`: 1 when the other run found what the reference did not."""
+    from .compare import compare, render
+    from .run_report import read
+
+    reports = []
+    for path in (reference_path, other_path):
+        try:
+            reports.append(read(path)[1])
+        except (OSError, ValueError) as exc:
+            raise _unreadable("the report", path, exc) from None
+    result = compare(*reports)
+    print(render(result, ("reference", "other")))
+    return 1 if result.only_other or result.failed_only_other else 0
+
+
+def census(path: str, title: str) -> int:
+    """`census`: the census table of a report, as Markdown."""
+    from .census_table import render
+    from .run_report import read
+
+    try:
+        doc, reports = read(path)
+    except (OSError, ValueError) as exc:
+        raise _unreadable("the report", path, exc) from None
+    table = doc.get("census")
+    if not isinstance(table, dict) or not all(isinstance(table.get(k, {}), dict) for k in ("outcomes", "not_checked")):
+        raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
+    print(render(reports, table, doc.get("environment") or {}, title), end="")
+    return 0
+
+
+def diagnose_file(path: str, json_out: str | None) -> int:
+    """`diagnose`: a trace file's diagnosis, printed and, with --json, written."""
+    _check_writable("--json", json_out, "diagnosis.json")
+    try:
+        trace = Trace.load(path)
+    except (OSError, ValueError) as exc:
+        raise _unreadable("the trace", path, exc) from None
+    diagnosis = diagnose(trace)
+    print(render_diagnosis(diagnosis))
+    _write_json(json_out, diagnosis)
+    return 0
+
+
+def migrate_baseline(path: str, out: str | None) -> int:
+    """`baseline migrate`: schema-1 entries rewritten by code identity, into `out` or in place."""
     from .baseline import Baseline, BaselineError, migrate, write
 
     try:
         known = Baseline.load(path)
     except BaselineError as exc:
-        parser.error(str(exc))
+        raise UsageError(str(exc)) from None
+    option = "--out" if out else ""  # without --out, FILE is rewritten
+    _check_writable(option, out or path, "baseline.json")
     entries, said = migrate(known)
     for line in said:
         print(line)
-    write(out or path, entries)
+    _write(option, out or path, lambda: write(out or path, entries))
     print(f"wrote {len(entries)} entries to {out or path}")
     return 0
 
@@ -166,6 +244,8 @@ def _registry(targets: Mapping[str, Any] | None, build: Build | None) -> tuple[M
 
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
+    import torch
+
     from .emulation import is_emulated
     from .guard_options import GuardOptions
     from .suite.guarded_call import guarded_call
@@ -183,6 +263,12 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         raise UsageError(str(exc)) from None
     if args.nsys and budgets.any:
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
+    _check_checkpoint(args.checkpoint)
+    out = _named_out(args)
+    _check_writable("--out", out, "trace.json")  # before the pipeline is built and run, not after
+    _check_writable("--json", args.json_out, "diagnosis.json")
+    if not out and not args.nsys:  # (nsys mode writes no trace)
+        out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     target = targets[args.target]
     device = _device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
@@ -199,7 +285,6 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
-    out = args.out or os.path.join(DEFAULT_DIR, f"{args.target}-{args.mode}.json")
     config = TraceConfig(
         mode="never" if args.nsys else "always",
         path=out,
@@ -222,19 +307,63 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     return _summarise(report, args)
 
 
+def _named_out(args: argparse.Namespace) -> str | None:
+    """The trace file --out names: the path itself, or <target>-<mode>.json in the directory it names."""
+    if not args.out:
+        return None
+    if os.path.isdir(args.out) or args.out.endswith(("/", os.sep)):
+        return os.path.join(args.out, f"{args.target}-{args.mode}.json")
+    return args.out
+
+
+def _temporary_dir(args: argparse.Namespace) -> Path:
+    """Without --out, a new directory of the user's under the temporary directory, said before the call (not the
+    working directory: a command run anywhere leaves nothing there)."""
+    from .profiling.export import fresh_private_dir
+
+    try:
+        directory = fresh_private_dir("profiles", prefix=f"{args.target}-{args.mode}-")
+    except OSError as exc:
+        raise UsageError(f"no --out, and no private temporary directory: {exc}") from None
+    print(f"outputs: {directory} (a new private temporary directory; --out names another place)")
+    return directory
+
+
+def _check_checkpoint(checkpoint: str | None) -> None:
+    if not checkpoint:
+        return
+    try:
+        from .suite.targets.registry import checkpoint_problem
+    except ImportError:
+        return  # no registry: the stand-in build reads it
+    problem = checkpoint_problem(checkpoint)
+    if problem:
+        raise UsageError(f"--checkpoint {checkpoint}: {problem} (nothing is downloaded)")
+
+
 def _device(name: str | None) -> torch.device:
+    import torch
+
     from .devices import cuda_available, execution_device
 
     if name in ("emu", "emulate"):
         return execution_device("emulate")
-    if name:
-        return torch.device(name)
-    return torch.device("cuda" if cuda_available() else "cpu")
+    if not name:
+        return torch.device("cuda" if cuda_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise UsageError(f"--device {name}: {exc}") from None
+    if device.type == "cuda" and not cuda_available():
+        raise UsageError(f"--device {name}: no CUDA device here (--device emu checks syncs on the CPU emulation)")
+    return device
 
 
 def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:
     """Replace the denoiser by its torch.compile'd wrapper. The guard's hooks then sit on the wrapper, outside
     the compiled region, and add no graph break."""
+    import torch
+
     setattr(pipe, denoiser, torch.compile(getattr(pipe, denoiser), backend=backend))
 
 
@@ -260,6 +389,9 @@ def _summarise(report: Report, args: argparse.Namespace) -> int:
 
 
 def _write_json(path: str | None, diagnosis: TraceDiagnosis) -> None:
-    if path:
+    def write() -> None:
         with open(path, "w", encoding="utf-8") as fh:
             json.dump(diagnosis.to_dict(), fh, indent=1)
+
+    if path:
+        _write("--json", path, write)

@@ -82,12 +82,12 @@ def environment(backend: str = "") -> dict[str, Any]:
     }
 
 
-def check_writable(path: str) -> None:
-    """Fail early, with a sentence, if a file cannot be written there. Creates nothing: a run stopped by a usage
-    error leaves no empty file behind."""
+def check_writable(path: str, example: str = "nosync-report.json") -> None:
+    """Fail early, with a sentence, if a file cannot be written there (for a directory, `example` is the file name it
+    suggests). Creates nothing: a run stopped by a usage error leaves no empty file behind."""
     target = Path(path)
     if target.is_dir():
-        raise OSError(f"{path} is a directory; give a file name such as {target / 'nosync-report.json'}")
+        raise OSError(f"{path} is a directory; give a file name such as {target / example}")
     existing = target if target.exists() else target.parent
     while not existing.exists():
         existing = existing.parent
@@ -127,8 +127,16 @@ def write(path: str, doc: dict[str, Any]) -> None:
 
 
 def read(path: str) -> tuple[dict[str, Any], list[Report]]:
+    """A report's document and its tests' reports. OSError when it cannot be read, ValueError with a sentence naming
+    the file when it is not JSON or not a pytest-nosync report."""
     with open(path, encoding="utf-8") as fh:
         doc = json.load(fh)
-    if not str(doc.get("schema", "")).startswith("pytest-nosync/"):
-        raise ValueError(f"{path} is not a pytest-nosync report")
-    return doc, [Report.from_dict(t) for t in doc.get("tests", ())]
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("pytest-nosync/"):
+        raise ValueError(f'{path} is not a pytest-nosync report (no "schema": "pytest-nosync/...")')
+    tests = doc.get("tests", [])
+    if not isinstance(tests, list):
+        raise ValueError(f"{path} is not a pytest-nosync report: 'tests' is not a list")
+    try:
+        return doc, [Report.from_dict(t) for t in tests]
+    except (TypeError, ValueError, AttributeError) as exc:  # an entry without the fields of a Report
+        raise ValueError(f"{path} is not a pytest-nosync report: a test's entry does not read as one ({exc})") from None

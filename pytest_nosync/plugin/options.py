@@ -23,6 +23,8 @@ from ..checks import CHECKS, UnknownCheck, lookup
 from ..findings import BACKENDS, Mode
 from ..profiling.config import (
     DEFAULT_DIR,
+    KEEP_BYTES,
+    KEEP_TRACES,
     TRACE_MODES,
     ProfilerOptions,
     TraceBudgets,
@@ -246,8 +248,10 @@ TABLE: tuple[Option, ...] = (
     Option("trace", "torch.profiler traces of guarded blocks: always (every block profiled and kept), on-failure "
            "(default: nothing is profiled while blocks pass; a failing suite call is run again under the profiler) "
            "or never", choice(*TRACE_MODES)),
-    Option("trace_dir", "directory of the trace files, one per test id (default: nosync-traces in pytest's cache "
-           "directory, .pytest_cache/d/)", path=True),
+    Option("trace_dir", "directory of the trace files, one per test id, never pruned (default: nosync-traces in "
+           "pytest's cache directory, .pytest_cache/d/, or a private temporary directory without the cache plugin; "
+           f"there the newest {KEEP_TRACES} traces are kept, at most {KEEP_BYTES >> 20} MB, and all of the run's)",
+           path=True),
     Option("trace_gzip", "write traces as .json.gz", flag, "bool"),
     Option("trace_shapes", "profiler: record input shapes (slower)", flag, "bool"),
     Option("trace_memory", "profiler: record allocations (slower)", flag, "bool"),

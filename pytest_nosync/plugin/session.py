@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Generator
 from dataclasses import replace
 from functools import cached_property
@@ -21,6 +22,7 @@ import pytest
 from .. import baseline, render, run_report
 from ..findings import Report
 from ..guard_options import GuardOptions
+from ..profiling import export
 from . import benchmark, usage, xdist
 from . import options as table
 from .options import Settings
@@ -56,6 +58,7 @@ class NosyncSession:
         self.written: int | None = None  # baseline entries written
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
+        self.started = time.time()  # traces modified since are this run's: never pruned
         self._unmap_cuda = self._map_cuda()
 
     @classmethod
@@ -135,11 +138,11 @@ class NosyncSession:
     @cached_property
     def trace(self) -> TraceConfig:
         """The run's trace settings with their directory decided: --nosync-trace-dir, else `nosync-traces` in
-        pytest's cache directory (a run leaves no files where it runs), else a temporary directory."""
+        pytest's cache directory (a run leaves no files where it runs), else a private temporary directory."""
         directory = self.settings.trace_dir
         if not directory:
             cache = getattr(self.config, "cache", None)  # set by pytest's cache plugin, after the plugins' configure
-            directory = str(cache.mkdir("nosync-traces") if cache is not None else usage.private_temp_dir("traces"))
+            directory = str(cache.mkdir("nosync-traces") if cache is not None else export.private_temp_dir("traces"))
         return replace(self.settings.trace, directory=directory)
 
     def add_report(self, item: pytest.Item, report: Report) -> None:
@@ -272,6 +275,8 @@ class NosyncSession:
             cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_target()})
         if self.settings.report:
             self._output("--nosync-report", self._write_report)
+        if not self.settings.trace_dir:  # a directory the user named is theirs to keep: only the plugin's is bounded
+            export.prune(self.trace.directory, since=self.started)
         if self.unwritten:  # checked writable before the run; something changed since
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -4,10 +4,8 @@ that cannot be written)."""
 
 from __future__ import annotations
 
-import getpass
 import inspect
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -105,15 +103,6 @@ def add_suite_to_args(config: pytest.Config) -> None:
         config.args[:] = [suite]
 
 
-def private_temp_dir(name: str) -> Path:
-    """A directory of this user's under the temporary directory (mode 0700: other users of a shared machine can
-    neither read what a run wrote nor plant files where it writes)."""
-    path = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / name
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path.parent.chmod(0o700)
-    return path
-
-
 def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baseline | None:
     """The baseline that judges the run: --nosync-baseline (or its ini key); else, for the built-in suite from any
     checkout (--nosync-suite), the one pytest-nosync ships with it; `none` turns it off. An xdist worker takes the
@@ -135,10 +124,14 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
 
 
 def check_outputs(settings: Settings) -> None:
-    for option, path in (("--nosync-report", settings.report), ("--nosync-baseline-write", settings.baseline_write)):
+    outputs = (
+        ("--nosync-report", settings.report, "nosync-report.json"),
+        ("--nosync-baseline-write", settings.baseline_write, "nosync-baseline.json"),
+    )
+    for option, path, example in outputs:
         if path:
             try:
-                run_report.check_writable(path)
+                run_report.check_writable(path, example)
             except OSError as exc:
                 raise pytest.UsageError(f"{option}: {exc}") from None
     trace = settings.trace

@@ -13,6 +13,10 @@ from typing import Any
 
 TRACE_MODES = ("always", "on-failure", "never")
 DEFAULT_DIR = "nosync-traces"
+# The bound on a trace directory the plugin chose (export.prune): a trace with stacks of a real pipeline is tens of
+# MB, and every run of `--nosync-trace always` adds one per test.
+KEEP_TRACES = 50
+KEEP_BYTES = 200 * 2**20
 
 
 @dataclass(frozen=True)

@@ -8,18 +8,23 @@ thread). The range keeps the thread it ran on in its args, so Trace reads it bac
 
 from __future__ import annotations
 
+import getpass
 import gzip as gzip_module
 import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
+from .config import KEEP_BYTES, KEEP_TRACES
 from .trace import HOST_TID_ARG, REGION_PREFIX
 
 NOSYNC_TRACK = "nosync steps and regions"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_TRACE_NAME = re.compile(r"^[A-Za-z0-9._-]+\.json(\.gz)?$")  # what trace_path names a file
 _MAX_NAME = 120
 _written: set[str] = set()  # files this process wrote: a second block of the same test gets its own
 
@@ -58,6 +63,67 @@ def check_directory(directory: str) -> None:
         raise OSError(f"{existing} is a file, so {directory} cannot be created")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise OSError(f"{existing} is not writable")
+
+
+def private_temp_dir(name: str) -> Path:
+    """A directory of this user's under the temporary directory (mode 0700: other users of a shared machine can
+    neither read what a run wrote nor plant files where it writes). OSError with a sentence when another user made
+    it first: its name is guessable, so someone could have, to read or replace what is written there."""
+    path = Path(tempfile.gettempdir()) / f"pytest-nosync-{getpass.getuser()}" / name
+    for directory in (path.parent, path):  # the parent checked before anything is made in it
+        directory.mkdir(mode=0o700, exist_ok=True)
+        if hasattr(os, "getuid") and directory.lstat().st_uid != os.getuid():
+            raise OSError(f"{directory} belongs to another user: remove it, or set TMPDIR to a directory of yours")
+        directory.chmod(0o700)
+    return path
+
+
+def fresh_private_dir(name: str, prefix: str, keep: int = KEEP_TRACES) -> Path:
+    """A new directory under private_temp_dir(name), for one command's outputs. Of the earlier ones there (that
+    directory holds nothing else of anyone's), the newest `keep` - 1 stay: the temporary directory is bounded too."""
+    parent = private_temp_dir(name)
+    earlier = [p for p in parent.iterdir() if p.is_dir() and not p.is_symlink()]
+    earlier.sort(key=_mtime, reverse=True)
+    for old in earlier[keep - 1 :]:
+        shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed meanwhile
+        return 0.0
+
+
+def prune(directory: str | Path, since: float, keep: int = KEEP_TRACES, keep_bytes: int = KEEP_BYTES) -> list[Path]:
+    """Remove the oldest traces from `directory` so that it holds the newest `keep` of them and at most `keep_bytes`;
+    a trace modified at or after `since` (the current run's) is kept whatever the bound. Only files named as
+    trace_path names them are counted or removed: anything else there stays. Returns the removed files."""
+    try:
+        candidates = [p for p in Path(directory).iterdir() if _TRACE_NAME.match(p.name)]
+    except OSError:  # no such directory yet: nothing was kept there
+        return []
+    found = []
+    for path in candidates:
+        try:
+            stat = path.lstat()
+        except OSError:  # removed meanwhile, by another run
+            continue
+        if path.is_file() and not path.is_symlink():
+            found.append((stat.st_mtime, stat.st_size, path))
+    found.sort(key=lambda f: f[0], reverse=True)
+    removed, count, total = [], 0, 0
+    for mtime, size, path in found:
+        count, total = count + 1, total + size
+        if mtime >= since or (count <= keep and total <= keep_bytes):
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
 
 
 def load_raw(path: str) -> dict[str, Any]:

@@ -118,11 +118,18 @@ class Trace:
 
     @classmethod
     def load(cls, path: str) -> Trace:
+        """The trace in a Chrome JSON file (.gz too). OSError when it cannot be read, ValueError with a sentence
+        naming the file when it is not JSON or not a trace."""
         opener = gzip.open if str(path).endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as fh:
             doc = json.load(fh)
-        events = doc["traceEvents"] if isinstance(doc, dict) else doc
-        return cls(events)
+        events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            raise ValueError(f'{path} is not a Chrome trace: expected {{"traceEvents": [...]}} or a list of events')
+        try:
+            return cls(events)
+        except (TypeError, ValueError) as exc:  # a time or duration that is not a number
+            raise ValueError(f"{path} is not a Chrome trace: {exc}") from None
 
     def of(self, *cats: str) -> list[TraceEvent]:
         out: list[TraceEvent] = []

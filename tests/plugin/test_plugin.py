@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -136,11 +137,41 @@ def test_json_report_has_environment_and_every_finding(project: pytest.Pytester)
     assert [f["status"] for t in doc["tests"] for f in t["findings"]] == ["fail", "outside_steps"]
 
 
-def test_unwritable_report_path_is_a_usage_error(project: pytest.Pytester) -> None:
-    project.makepyfile("def test_ok(): pass")
-    result = project.runpytest("--nosync", f"--nosync-report={project.path}")
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--nosync-report=dir", "--nosync-report: dir is a directory; give a file name such as dir/nosync-report.json"),
+        ("--nosync-report=afile/r.json", "--nosync-report: cannot write afile/r.json: afile is a file"),
+        ("--nosync-baseline-write=dir", "--nosync-baseline-write: dir is a directory; * dir/nosync-baseline.json"),
+        ("--nosync-baseline-write=afile/b.json", "--nosync-baseline-write: cannot write afile/b.json: afile is a file"),
+        ("--nosync-baseline=missing.json", "--nosync-baseline: baseline missing.json does not exist *"),
+        ("--nosync-baseline=dir", "--nosync-baseline: baseline dir is a directory, not a baseline file"),
+        ("--nosync-baseline=afile", "--nosync-baseline: baseline afile is not valid JSON: *"),
+        ("--nosync-baseline=entries.json", "--nosync-baseline: baseline entries.json: 'entries' must be a list*"),
+        ("--nosync-trace-dir=afile", "--nosync-trace-dir: cannot write traces to afile: afile is a file, *"),
+        ("--nosync-trace-dir=afile/t", "--nosync-trace-dir: cannot write traces to afile/t: afile is a file, *"),
+    ],
+)
+def test_a_bad_path_is_one_sentence_before_any_test_runs(pytester: pytest.Pytester, option: str, message: str) -> None:
+    pytester.makepyfile("def test_ran(): open('ran', 'w').close()")
+    (pytester.path / "afile").write_text("")
+    (pytester.path / "dir").mkdir()
+    (pytester.path / "entries.json").write_text('{"schema": "pytest-nosync-baseline/2", "entries": 5}')
+    result = pytester.runpytest("--nosync", option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*is a directory*"])
+    assert not (pytester.path / "ran").exists()
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.str()
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="Linux's /proc: a file whose read fails")
+def test_a_baseline_that_cannot_be_read_is_one_sentence(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ok(): pass")
+    result = pytester.runpytest("--nosync", "--nosync-baseline=/proc/self/mem")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --nosync-baseline: baseline /proc/self/mem cannot be read: *"])
 
 
 def test_github_annotations_under_actions(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 import torch
 
 from pytest_nosync.cli import main
+from pytest_nosync.profiling.export import fresh_private_dir
 from pytest_nosync.profiling.trace import Trace
 from pytest_nosync.suite.targets.base import CallContext, Target
 
@@ -80,6 +85,59 @@ def test_budget_exceeded_exits_1_with_the_finding(tmp_path: Path, capsys: Any) -
     assert json.loads((tmp_path / "d.json").read_text())["steps"][1]["max_ms_between_denoiser_calls"] > 10
 
 
+def test_profile_without_out_writes_to_a_new_private_temporary_directory_it_prints(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the working directory: a command run anywhere leaves nothing there."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert _main("profile", "--target", "tiny", "--warmup", "0") == 0
+    out = capsys.readouterr().out
+    directory = Path(re.search(r"^outputs: (\S+) ", out, re.MULTILINE)[1])
+    assert directory.parent == tmp_path / "tmp" / f"pytest-nosync-{getpass.getuser()}" / "profiles"
+    assert [p.name for p in directory.iterdir()] == ["tiny-eager.json"]
+    assert f"trace: {directory / 'tiny-eager.json'} (open it in Perfetto)" in out
+    assert stat.S_IMODE(directory.stat().st_mode) == 0o700 and stat.S_IMODE(directory.parent.stat().st_mode) == 0o700
+    assert not list((tmp_path / "cwd").iterdir())
+
+
+def test_out_names_a_file_or_a_directory(tmp_path: Path, capsys: Any) -> None:
+    assert _main("profile", "--target", "tiny", "--warmup", "0", "--out", f"{tmp_path}/new/") == 0
+    assert (tmp_path / "new" / "tiny-eager.json").is_file()
+    assert _main("profile", "--target", "tiny", "--warmup", "0", "--mode", "compile", "--out", str(tmp_path)) == 0
+    assert (tmp_path / "tiny-compile.json").is_file()
+    assert "outputs:" not in capsys.readouterr().out
+
+
+def test_the_temporary_directories_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = []
+    for i in range(4):
+        made.append(fresh_private_dir("profiles", prefix="tiny-eager-", keep=3))
+        os.utime(made[-1], (i, i))  # oldest first
+    (made[0].parent / "notes.txt").write_text("not a directory of outputs: kept")
+    made.append(fresh_private_dir("profiles", prefix="tiny-eager-", keep=3))
+    assert sorted(made[0].parent.iterdir()) == sorted([*made[-3:], made[0].parent / "notes.txt"])
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a directory away needs root")
+def test_a_private_directory_someone_else_made_is_refused(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its name is guessable: another user could make it first, to read or replace what is written there."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / f"pytest-nosync-{getpass.getuser()}"
+    planted.mkdir(mode=0o777)
+    os.chown(planted, 12345, 12345)
+    with pytest.raises(SystemExit) as exit_info:
+        _main("profile", "--target", "tiny")
+    assert exit_info.value.code == 4
+    assert f"no private temporary directory: {planted} belongs to another user" in capsys.readouterr().err
+    assert not list(planted.iterdir())
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -91,7 +149,7 @@ def test_budget_exceeded_exits_1_with_the_finding(tmp_path: Path, capsys: Any) -
 def test_usage_errors(argv: tuple[str, ...], message: str, capsys: Any) -> None:
     with pytest.raises(SystemExit) as exit_info:
         _main(*argv)
-    assert exit_info.value.code == 2
+    assert exit_info.value.code == 4
     assert message in capsys.readouterr().err
 
 

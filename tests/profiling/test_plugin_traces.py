@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
+
+from pytest_nosync.profiling import export
 
 TESTS = """
 import pytest
@@ -92,6 +96,56 @@ def test_without_the_cache_plugin_traces_go_to_a_private_temporary_directory(pro
     result.stdout.fnmatch_lines([f"*trace: {temporary}/test_pipe.py__test_passes.json*"])
     assert stat.S_IMODE(temporary.stat().st_mode) == 0o700 and stat.S_IMODE(temporary.parent.stat().st_mode) == 0o700
     assert not (project.path / ".pytest_cache").exists() and not (project.path / "nosync-traces").exists()
+
+
+def _old_traces(directory: Path, count: int, size: int = 10) -> list[Path]:
+    """`count` trace files of earlier runs, an hour old and older, newest first."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(count):
+        path = directory / f"tests_old.py__test_{i}.json"
+        path.write_bytes(b"{}".ljust(size))
+        os.utime(path, (time.time() - 3600 - i, time.time() - 3600 - i))
+        paths.append(path)
+    return paths
+
+
+def test_prune_keeps_the_newest_traces_and_everything_else(tmp_path: Path) -> None:
+    old = _old_traces(tmp_path, 6)
+    notes = tmp_path / "notes.txt"  # not a trace's name: never counted, never removed
+    notes.write_text("mine")
+    (tmp_path / "kept by the user").mkdir()
+    os.utime(notes, (0, 0))
+    now = time.time()
+    current = tmp_path / "tests_new.py__test_new.json.gz"  # this run's
+    current.write_bytes(b"")
+    assert export.prune(tmp_path, since=now - 1, keep=3) == old[2:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [current.name, old[0].name, old[1].name, "notes.txt", "kept by the user"]
+    )
+    assert export.prune(tmp_path, since=now - 1, keep=1) == old[:2]  # this run's traces stay, whatever the bound
+
+
+def test_prune_keeps_at_most_the_bytes(tmp_path: Path) -> None:
+    old = _old_traces(tmp_path, 4, size=100)
+    assert export.prune(tmp_path, since=time.time(), keep_bytes=250) == old[2:]
+
+
+def test_the_cache_directory_keeps_the_newest_traces(project: pytest.Pytester) -> None:
+    """Each run of `always` adds a trace per test: the directory the plugin chose keeps the newest KEEP_TRACES, this
+    run's first, and leaves alone what is not a trace."""
+    old = _old_traces(CACHED_TRACES(project), export.KEEP_TRACES + 5)
+    (CACHED_TRACES(project) / "notes.txt").write_text("mine")
+    project.runpytest("--nosync", "--nosync-trace=always", "-k", "passes").assert_outcomes(passed=1)
+    names = {p.name for p in CACHED_TRACES(project).iterdir()}
+    assert "test_pipe.py__test_passes.json" in names and "notes.txt" in names
+    assert names - {"test_pipe.py__test_passes.json", "notes.txt"} == {p.name for p in old[: export.KEEP_TRACES - 1]}
+
+
+def test_a_trace_dir_the_user_named_is_not_pruned(project: pytest.Pytester) -> None:
+    old = _old_traces(project.path / "mine", export.KEEP_TRACES + 5)
+    project.runpytest("--nosync", "--nosync-trace=always", "--nosync-trace-dir=mine", "-k", "passes")
+    assert all(p.exists() for p in old) and (project.path / "mine" / "test_pipe.py__test_passes.json").exists()
 
 
 def test_on_failure_profiles_no_passing_block(project: pytest.Pytester) -> None:
