@@ -8,6 +8,7 @@ reports attached to a test (its stash), its marker's arguments, its GuardOptions
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
 import time
@@ -199,6 +200,9 @@ class NosyncSession:
         return lines
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Findings quote their lines and the baseline matches code by its text: a file edited since this process
+        # last read it (pytest run in-process again, an editor's save between runs) is read afresh.
+        linecache.checkcache()
         if self.role is not xdist.Role.WORKER:  # after pytest-benchmark's configure loaded the compared runs
             benchmark.check_usage(self.config, self.settings)
 
