@@ -313,3 +313,63 @@ def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester:
     result = pytester.runpytest(*args, "--nosync-changed=no-such-ref")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--nosync-changed: 'no-such-ref' is not a commit" in result.stderr.str()
+
+
+GATED_PIPELINE = """import torch
+
+from tests.twins.loop_pipeline import LoopPipeline
+
+
+class ReadingPipeline(LoopPipeline):
+    def _iteration(self, latents, t, read_early, fail):
+        latents = latents * float(t)  # main's sync, accepted in the baseline
+        noise = self.transformer(latents)
+        return self.scheduler.step(noise, t, latents)
+"""
+GATED_TESTER = """
+import unittest
+
+import torch
+
+from gated import ReadingPipeline
+from tests.twins.loop_pipeline import Denoiser, Scheduler
+
+
+class ReadingPipelineFastTests(unittest.TestCase):
+    pipeline_class = ReadingPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+"""
+
+
+def test_the_baseline_gates_tester_classes_as_it_gates_the_suite(pytester: pytest.Pytester) -> None:
+    """Written on main, a tester's known sync stays known when the code around it moves; a sync a branch adds fails
+    at its line."""
+    pytester.syspathinsert()
+    pytester.makepyfile(test_gated=GATED_TESTER)
+    pipeline = pytester.path / "gated.py"
+    args = ("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+
+    pipeline.write_text(GATED_PIPELINE)
+    pytester.runpytest(*args, "--nosync-baseline-write=base.json").assert_outcomes(failed=1)
+    (entry,) = json.loads((pytester.path / "base.json").read_text())["entries"]
+    assert (entry["file"], entry["code"]) == ("gated.py", "latents = latents * float(t)")
+
+    pipeline.write_text("# moved down by a comment\n\n" + GATED_PIPELINE)
+    pytester.runpytest(*args, "--nosync-baseline=base.json").assert_outcomes(passed=1)
+
+    added = GATED_PIPELINE.replace(
+        "        noise = ", "        scale = float(latents.abs().max())  # added\n        noise = "
+    )
+    pipeline.write_text(added)
+    result = pytester.runpytest(*args, "--nosync-baseline=base.json")
+    result.assert_outcomes(failed=1)
+    line = added.splitlines().index("        scale = float(latents.abs().max())  # added") + 1
+    result.stdout.fnmatch_lines(
+        [f"*dtoh_sync*gated.py:{line}*", "*float(latents.abs().max())*", "*known issues*", "*gated.py:8*", "*float(t)"]
+    )
