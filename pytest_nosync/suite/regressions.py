@@ -24,6 +24,7 @@ import torch
 from ..findings import DENOISER_REGION, Kind, Report, Status
 from ..guard import Guard
 from ..guard_options import GuardOptions
+from .checks import warm
 from .guarded_call import Kwargs, error_report, guarded_call
 
 # ---- 1. UniPC ------------------------------------------------------------------------------------
@@ -148,18 +149,18 @@ def cache_context_case(
     """Module-tree walks per steady-state step caused by cache_context, with a cache hook enabled or not.
 
     `call_kwargs(steps)` returns fresh call kwargs. The case builds the state it needs, whatever ran before it: the
-    pipeline runs once without the cache, then with it (a warm-up that builds whatever the hooks cache), then the
-    measured call. A cache technique or pipeline that raises is the case's finding (kind `error`), never a skip.
+    pipeline's first call (the warm-up its checks share, made here if none ran yet), then with a cache a call of two
+    steps that builds what the hooks cache, then the measured call, whose first step is not judged either. A cache
+    technique or pipeline that raises is the case's finding (kind `error`), never a skip.
     """
     options = replace(options or GuardOptions(), checks=("host_overhead",), warmup_steps=1)
     model = getattr(pipe, options.denoiser)
     try:
-        with torch.no_grad():
-            pipe(**call_kwargs(steps))
+        warm(pipe, call_kwargs, steps)
         if cache_config is not None:
             model.enable_cache(cache_config)
-        with torch.no_grad():
-            pipe(**call_kwargs(steps))
+            with torch.no_grad():
+                pipe(**call_kwargs(2))  # the cache's first step computes, its second may reuse: both paths built
     except Exception as exc:
         _disable(model, cache_config)
         return error_report(exc, options, **report)
