@@ -1,15 +1,19 @@
 """Wall time of the built-in suite, process start to end, run N times as a subprocess.
 
     python benchmarks/suite_wall.py [--runs 3] [--json out.json] [-- extra pytest arguments]
+    python benchmarks/suite_wall.py --contributor     # `pytest -m gpu --nosync --nosync-suite`, all of it
 
 Prints min/median/max of the wall time, pytest's own figure, and the median seconds per check (syncs,
-graph_breaks, alloc_growth, host_overhead, ...) and per target, read from each run's --nosync-report.
+graph_breaks, alloc_growth, host_overhead, ...) and per target, read from each run's --nosync-report, with the
+machine and versions. `--contributor` runs the contributor's command as the README gives it (targets, regression
+cases, distributed cases), from an empty directory as a diffusers checkout's root would be for it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -21,13 +25,16 @@ from typing import Any
 SUITE = str(Path(__file__).resolve().parents[1] / "pytest_nosync" / "suite" / "test_targets.py")
 
 
-def run_once(extra: list[str]) -> dict[str, Any]:
+def run_once(extra: list[str], contributor: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
+        cwd = Path(tmp) / "project"
+        cwd.mkdir()
+        what = ["--nosync-suite", *extra] if contributor else (extra or [SUITE])
         command = [sys.executable, "-m", "pytest", "-m", "gpu", "--nosync", "-q", "-p", "no:cacheprovider",
-                   f"--nosync-report={report}", *(extra or [SUITE])]  # fmt: skip
+                   f"--nosync-report={report}", *what]  # fmt: skip
         start = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, cwd=cwd if contributor else None)
         wall = time.perf_counter() - start
         doc = json.loads(report.read_text()) if report.exists() else {"tests": []}
     per_check: dict[str, float] = {}
@@ -42,16 +49,30 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--contributor", action="store_true", help="the whole `--nosync-suite` command")
     parser.add_argument("extra", nargs="*", help="pytest arguments (default: the target suite)")
     args = parser.parse_args()
-    runs = [run_once(args.extra) for _ in range(args.runs)]
+    runs = [run_once(args.extra, args.contributor) for _ in range(args.runs)]
     walls = [r["wall_s"] for r in runs]
 
     def medians(key: str) -> dict[str, float]:
         names = {k for r in runs for k in r[key]}
         return {k: round(statistics.median(r[key].get(k, 0.0) for r in runs), 2) for k in sorted(names)}
 
+    import platform
+
+    import diffusers
+    import torch
+
     result = {
+        "command": " ".join(["pytest -m gpu --nosync", *(["--nosync-suite"] if args.contributor else []), *args.extra]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        + (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU (CPU emulation)"),
+        "versions": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "diffusers": diffusers.__version__,
+        },
         "runs": args.runs,
         "wall_s": {
             "min": round(min(walls), 1),
