@@ -29,6 +29,18 @@ def census_item(nodeid: str) -> tuple[str, str] | None:
     return (match["tester"], match["check"]) if match else None
 
 
+def merge(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """One census from the census sections of runs over disjoint parts of a checkout."""
+    merged: dict[str, Any] = {"classes": 0, "checked": 0, "not_checked": {}, "outcomes": {}}
+    for part in parts:
+        merged["classes"] += int(part.get("classes", 0))
+        merged["checked"] += int(part.get("checked", 0))
+        for reason, classes in part.get("not_checked", {}).items():
+            merged["not_checked"].setdefault(reason, []).extend(classes)
+        merged["outcomes"].update(part.get("outcomes", {}))
+    return merged
+
+
 def rows(reports: Iterable[Report], census: Mapping[str, Any]) -> list[dict[str, str]]:
     """The table's rows, sorted by pipeline: a dict of column → cell text."""
     by_class: dict[str, dict[str, Report]] = {}

@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
     commands.add_parser("options", help="the reference of every option, marker argument and ini key (Markdown)")
     n = commands.add_parser("census", help="the census table (Markdown) of a --nosync-report from diffusers' tests")
-    n.add_argument("report", help="the run's --nosync-report")
+    n.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
     n.add_argument("--title", default="Census", help="the page's heading")
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
@@ -184,19 +184,26 @@ def compare_reports(reference_path: str, other_path: str) -> int:
     return 1 if result.only_other or result.failed_only_other else 0
 
 
-def census(path: str, title: str) -> int:
-    """`census`: the census table of a report, as Markdown."""
-    from .census_table import render
+def census(paths: list[str], title: str) -> int:
+    """`census`: the census table of a report (or of a census run in parts), as Markdown."""
+    from .census_table import merge, render
     from .run_report import read
 
-    try:
-        doc, reports = read(path)
-    except (OSError, ValueError) as exc:
-        raise _unreadable("the report", path, exc) from None
-    table = doc.get("census")
-    if not isinstance(table, dict) or not all(isinstance(table.get(k, {}), dict) for k in ("outcomes", "not_checked")):
-        raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
-    print(render(reports, table, doc.get("environment") or {}, title), end="")
+    parts, reports, environment = [], [], {}
+    for path in paths:
+        try:
+            doc, found = read(path)
+        except (OSError, ValueError) as exc:
+            raise _unreadable("the report", path, exc) from None
+        table = doc.get("census")
+        if not isinstance(table, dict) or not all(
+            isinstance(table.get(k, {}), dict) for k in ("outcomes", "not_checked")
+        ):
+            raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
+        parts.append(table)
+        reports += found
+        environment = environment or doc.get("environment") or {}
+    print(render(reports, merge(parts), environment, title), end="")
     return 0
 
 
