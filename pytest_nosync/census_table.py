@@ -71,14 +71,15 @@ def rows(reports: Iterable[Report], census: Mapping[str, Any]) -> list[dict[str,
 
 def render(reports: Iterable[Report], census: Mapping[str, Any], environment: Mapping[str, Any], title: str) -> str:
     table = rows(reports, census)
-    found = sum(1 for r in table if r["syncs"] not in ("0", "—"))
+    found = sum(1 for r in table if r["syncs"] not in ("0", "—") and not r["syncs"].startswith("0:"))
+    raised = sum(1 for r in table if r["note"].startswith("raises"))
     lines = [
         f"# {title}",
         "",
-        f"diffusers {environment.get('diffusers')} ({environment.get('diffusers_path')}), torch "
-        f"{environment.get('torch')}, backend {environment.get('backend')} ({environment.get('device')}). "
-        f"{census.get('checked', 0)} of {census.get('classes', 0)} pipeline tester classes checked; {found} sync in "
-        "their steady steps.",
+        f"diffusers {environment.get('diffusers')}, torch {environment.get('torch')}, backend "
+        f"{environment.get('backend')} ({environment.get('device')}). {census.get('checked', 0)} of "
+        f"{census.get('classes', 0)} pipeline tester classes checked; {found} with a sync in their steady steps, "
+        f"{raised} raised.",
         "",
         "| pipeline | tester | syncs per steady step | graph breaks, recompiles | growth | tree walks | notes |",
         "| --- | --- | --- | --- | --- | --- | --- |",

@@ -82,5 +82,5 @@ def test_the_command_renders_a_census_run_in_parts(tmp_path: Path) -> None:
         paths[-1].write_text(json.dumps(doc))
     done = subprocess.run([sys.executable, "-m", "pytest_nosync", "census", *map(str, paths), "--title", "T"],
                           capture_output=True, text=True, check=True)  # fmt: skip
-    assert "2 of 3 pipeline tester classes checked; 1 sync in their steady steps." in done.stdout
+    assert "2 of 3 pipeline tester classes checked; 1 with a sync in their steady steps, 0 raised." in done.stdout
     assert done.stdout.count("\n| ") == 5  # the header, its separator and three classes
