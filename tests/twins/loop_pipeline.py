@@ -50,12 +50,15 @@ class LoopPipeline(DiffusionPipeline):
         read_early: bool = False,
         iterate: bool = False,
         fail: bool = False,
+        only_steps: int | None = None,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
         if (num_inference_steps is None) == (timesteps is None):
             raise ValueError("Exactly one of `num_inference_steps` or `timesteps` must be supplied.")
         num_inference_steps = num_inference_steps or len(timesteps or ())
+        if only_steps is not None and num_inference_steps != only_steps:  # SanaSprint's SCM takes 2 steps, no other
+            raise ValueError(f"only {only_steps} steps are supported")
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
         timesteps = self.scheduler.timesteps[num_inference_steps - int(num_inference_steps * strength) :]
         if iterate:
