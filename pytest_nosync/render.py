@@ -69,6 +69,16 @@ _HEADINGS = {
 }
 
 
+_ORDER = (Status.FAIL, Status.BUDGET, Status.KNOWN, Status.ALLOWED, Status.OUTSIDE)
+_COUNTED_AS = {
+    Status.FAIL: "failing",
+    Status.BUDGET: "within budget",
+    Status.KNOWN: "known",
+    Status.ALLOWED: "allowed",
+    Status.OUTSIDE: "outside the steps",
+}
+
+
 def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbose: bool = True) -> list[str]:
     first = g.findings[0]
     regions = g.regions()
@@ -103,19 +113,11 @@ def _worth_showing(filename: str) -> bool:
 def render_report(report: Report, root: str | None = None) -> str:
     """The failure text of one test."""
     groups = group(report.findings)
-    failing = [g for g in groups if g.status == Status.FAIL]
-    events = sum(g.count for g in failing)
-    title = report.check or "nosync"
-    head = f"nosync {title}: {events} finding(s) at {len(failing)} place(s)"
-    if report.target:
-        head += f" in target {report.target}"
-    if report.backend:
-        head += f" [{report.backend}]"
-    lines = [head]
+    lines = [_head(report, groups)]
     if report.not_checked:
         lines.append(" not checked (the test fails: a check that could not run is not a pass):")
         lines.extend(f"  - {reason}" for reason in report.not_checked)
-    for status in (Status.FAIL, Status.BUDGET, Status.KNOWN, Status.ALLOWED, Status.OUTSIDE):
+    for status in _ORDER:
         chosen = [g for g in groups if g.status == status]
         if not chosen:
             continue
@@ -133,6 +135,28 @@ def render_report(report: Report, root: str | None = None) -> str:
         lines.append(report.summary)
     lines.extend(trace_lines(report))
     return "\n".join(lines)
+
+
+def _head(report: Report, groups: list[Group]) -> str:
+    """The first line: the report's findings counted by status, adding up to `len(report.findings)` (the failing
+    ones alone left the others out of the count). A finding is a problem seen `count` times at one place and step:
+    where a status's events differ from its findings, they are given too, as the ×N of the lines below."""
+    head = f"nosync {report.check or 'nosync'}: {len(report.findings)} finding(s)"
+    if report.target:
+        head += f" in target {report.target}"
+    if report.backend:
+        head += f" [{report.backend}]"
+    parts = []
+    for status in _ORDER:
+        chosen = [f for f in report.findings if f.status == status]
+        if not chosen:
+            continue
+        events = sum(f.count for f in chosen)
+        part = f"{len(chosen)} {_COUNTED_AS[status]}" + (f" ({events} events)" if events != len(chosen) else "")
+        if status == Status.FAIL:
+            part += f" at {sum(1 for g in groups if g.status == status)} place(s)"
+        parts.append(part)
+    return head + (": " + ", ".join(parts) if parts else "")
 
 
 def trace_lines(report: Report) -> list[str]:

@@ -80,7 +80,7 @@ def test_failing_report_fails_the_test_with_the_place(project: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*nosync syncs: 1 finding(s) at 1 place(s) in target demo*",
+            "*nosync syncs: 1 finding(s) in target demo*: 1 failing at 1 place(s)",
             "*dtoh_sync*/src/pipe.py:10*step 0 ×1*",
             "*s.item()*",
             "*hint: keep it a tensor*",
