@@ -136,6 +136,36 @@ def test_json_report_has_environment_and_every_finding(project: pytest.Pytester)
     assert [f["status"] for t in doc["tests"] for f in t["findings"]] == ["fail", "outside_steps"]
 
 
+def test_a_marked_tests_step_metrics_are_a_row_named_by_the_test(pytester: pytest.Pytester) -> None:
+    """A marked test's step metrics were a table titled "(None, None)" over a row without a name or a number."""
+    pytester.makepyfile(
+        test_loop="""
+        import pytest
+        import torch
+
+        @pytest.fixture
+        def latents(nosync_device):
+            return torch.ones(64, device=nosync_device)
+
+        @pytest.mark.gpu
+        @pytest.mark.nosync(checks=["step_metrics", "device_ops"])
+        def test_loop(latents):
+            for _ in range(3):
+                latents = latents * 0.5 + 1.0
+        """
+    )
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "step metrics of guarded tests, the mean per step (*):",
+            "  test  * steps  device ops   host ms  device ms  peak MiB",
+            "  test_loop.py::test_loop  * 1           6 * [0-9].[0-9][0-9] * 0.00",
+        ]
+    )
+    assert "None" not in result.stdout.str()
+
+
 def test_unwritable_report_path_is_a_usage_error(project: pytest.Pytester) -> None:
     project.makepyfile("def test_ok(): pass")
     result = project.runpytest("--nosync", f"--nosync-report={project.path}")
