@@ -17,6 +17,10 @@ from .findings import BACKENDS
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
 
+# Why a test that checks only on a GPU skips on a machine without one: one reason for all of them, so that the run's
+# summary counts them on one line (plugin.NotRun).
+CUDA_ONLY = "CUDA-only, and no CUDA device is visible here"
+
 
 class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run here; the message says what to do instead."""

@@ -101,6 +101,10 @@ class NotRun:
         if role(config) is Role.WORKER:  # a worker's results reach its controller, which says it
             return
         total = sum(len(ids) for ids in self.skipped.values())
+        if len(self.skipped) == 1:  # one reason: one line
+            ((reason, ids),) = self.skipped.items()
+            terminalreporter.write_line(f"nosync: {total} check(s) did not run: {reason} (e.g. {ids[0]})", yellow=True)
+            return
         terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
         for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
             terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)
