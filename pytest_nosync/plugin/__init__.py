@@ -43,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", options.MARKER_HELP)
     config.addinivalue_line("markers", options.GPU_MARKER_HELP)
+    if not config.pluginmanager.has_plugin("xdist"):
+        config.addinivalue_line("markers", options.XDIST_GROUP_HELP)
     config.pluginmanager.register(NotRun(), "nosync-not-run")
     if not options.checking(config):
         given = options.given_flags(config)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from pytest_nosync import devices
+from tests.plugin.repository import run_here
 
 FAILING_REPORT = """
 from pytest_nosync.findings import Finding, Report
@@ -260,6 +261,30 @@ def test_suite_options_are_validated(pytester: pytest.Pytester, args: list[str],
     result = pytester.runpytest("--nosync", "--nosync-suite", "--collect-only", *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
     assert message in result.stdout.str() + result.stderr.str()
+
+
+def test_a_run_without_xdist_warns_of_no_marker_of_ours(pytester: pytest.Pytester) -> None:
+    """Every run without pytest-xdist warned `PytestUnknownMarkWarning: xdist_group` (the suite's tests carry it)."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu
+        @pytest.mark.xdist_group("flux")
+        @pytest.mark.nosync(checks=["syncs"])
+        def test_grouped():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"
+    )
+    result.assert_outcomes(passed=1) if devices.cuda_available() else result.assert_outcomes(skipped=1)
+
+
+def test_this_repositorys_tests_collect_without_xdist_and_without_warnings() -> None:
+    done = run_here("--nosync", "--collect-only", "-p", "no:xdist", "-W", "error::pytest.PytestWarning")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -> None:
