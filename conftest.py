@@ -51,6 +51,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def backend(request: pytest.FixtureRequest) -> str:
     """Each detector test runs on every backend that exists here: CUDA on a GPU, emulation on the CPU."""
     name = request.param
+    if name == "cuda" and not devices.cuda_available():
+        pytest.skip(devices.CUDA_ONLY)  # not advice to run what was just run: the count and the reason, once
     try:
         devices.resolve(name)
     except devices.BackendUnavailable as exc:

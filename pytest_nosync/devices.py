@@ -7,7 +7,7 @@ is entered); `execution_device` is where a pipeline goes under that backend.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -16,6 +16,10 @@ from .checks import Placement, placement
 from .findings import BACKENDS
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
+
+# Why a test that checks only on a GPU skips on a machine without one: one reason for all of them, so that the run's
+# summary counts them on one line (plugin.NotRun).
+CUDA_ONLY = "CUDA-only, and no CUDA device is visible here"
 
 
 class BackendUnavailable(RuntimeError):
@@ -54,6 +58,17 @@ def execution_device(backend: str = "auto") -> torch.device:
     from .emulation import install
 
     return install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
+
+
+def map_cuda(checks: Iterable[str]) -> Callable[[], None] | None:
+    """Send CUDA-written code (`.to("cuda")`, `device="cuda"`, `torch.cuda.*`) to the emulated device for a block of
+    `checks` (emulation.cuda_map) until the returned callable undoes it. None, and CUDA left alone, where a mapping
+    is in place already (the plugin's, for its run: it decides) or the emulation cannot be installed here."""
+    from .emulation import cuda_map, unavailable_reason
+
+    if cuda_map.active() or unavailable_reason() is not None:
+        return None
+    return cuda_map.install(for_checks(execution_device("emulate"), checks))
 
 
 def for_checks(device: torch.device, checks: Iterable[str]) -> torch.device:

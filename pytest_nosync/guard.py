@@ -38,7 +38,9 @@ from .policy import judge
 
 
 class Guard:
-    """See the module docstring. `test_id`, `check` and `target` name the report (check defaults to the checks)."""
+    """See the module docstring. `test_id`, `check` and `target` name the report (check defaults to the checks).
+    `map_cuda`: under the emulation, CUDA-written code in the block runs on the emulated device (nosync_guard's
+    default; the plugin's own guards leave it to the run, which maps CUDA for every test or for none)."""
 
     def __init__(
         self,
@@ -50,6 +52,7 @@ class Guard:
         target: str = "",
         enabled: bool = True,
         whole_block: bool = False,
+        map_cuda: bool = False,
         on_finish: Callable[[Report], None] | None = None,
         detectors: Iterable[Detector] = (),
     ) -> None:
@@ -58,6 +61,8 @@ class Guard:
         self.pipeline = pipeline
         self.enabled = enabled
         self.whole_block = whole_block
+        self.map_cuda = map_cuda
+        self._unmap_cuda: Callable[[], None] | None = None
         self.on_finish = on_finish
         self.report = Report(test_id=test_id, check=check or ",".join(self.options.checks), target=target)
         self._extra = list(detectors)
@@ -87,6 +92,8 @@ class Guard:
         self.report.backend = backend
         armed: list[Detector] = []
         try:
+            if self.map_cuda and backend == "emulate":  # before arming: the detectors see the block as it will run
+                self._unmap_cuda = devices.map_cuda(self.options.checks)
             if self.pipeline is not None:
                 self._annotations = PipelineAnnotations(self.pipeline, self, self.options.denoiser)
                 self._annotations.attach()
@@ -101,7 +108,10 @@ class Guard:
                     continue
                 armed.append(detector)
         except BaseException:
-            self._disarm(armed)
+            try:
+                self._disarm(armed)
+            finally:
+                self._restore_cuda()
             raise
         self._detectors = armed
         self._active = True
@@ -127,11 +137,19 @@ class Guard:
         if self.whole_block and self._step is not None:
             self.end_step()
         self._active = False
-        self._disarm(self._detectors)
+        try:
+            self._disarm(self._detectors)
+        finally:
+            self._restore_cuda()
         self._finish()
         if self.on_finish is not None:
             self.on_finish(self.report)
         return False  # never swallow: in fail-fast mode the raise must reach the offending line
+
+    def _restore_cuda(self) -> None:
+        if self._unmap_cuda is not None:
+            unmap, self._unmap_cuda = self._unmap_cuda, None
+            unmap()
 
     def _disarm(self, detectors: list[Detector]) -> None:
         errors: list[BaseException] = []
@@ -394,7 +412,12 @@ def nosync_guard(pipeline: Any = None, options: GuardOptions | None = None, **kw
 
     Keyword arguments are GuardOptions fields (checks, backend, mode, budget, allow, ...) laid over `options`,
     and the Guard's own (test_id, check, target, whole_block, ...); see Guard and GuardOptions.
+
+    Under the CPU emulation (the "auto" backend on a machine without CUDA), code written for CUDA runs on the emulated
+    device inside the block, as it does in the plugin's run: `map_cuda=False` leaves CUDA alone. Code before the
+    block is plain torch's: put what it moves to the device on `execution_device()`.
     """
+    kwargs.setdefault("map_cuda", True)
     fields, rest = split_options(kwargs)
     options = replace(options, **fields) if options is not None else GuardOptions(**fields)
     return Guard(pipeline, options, **rest)

@@ -69,6 +69,16 @@ _HEADINGS = {
 }
 
 
+_ORDER = (Status.FAIL, Status.BUDGET, Status.KNOWN, Status.ALLOWED, Status.OUTSIDE)
+_COUNTED_AS = {
+    Status.FAIL: "failing",
+    Status.BUDGET: "within budget",
+    Status.KNOWN: "known",
+    Status.ALLOWED: "allowed",
+    Status.OUTSIDE: "outside the steps",
+}
+
+
 def render_group(g: Group, root: str | None = None, stack_depth: int = 4, verbose: bool = True) -> list[str]:
     first = g.findings[0]
     regions = g.regions()
@@ -103,19 +113,11 @@ def _worth_showing(filename: str) -> bool:
 def render_report(report: Report, root: str | None = None) -> str:
     """The failure text of one test."""
     groups = group(report.findings)
-    failing = [g for g in groups if g.status == Status.FAIL]
-    events = sum(g.count for g in failing)
-    title = report.check or "nosync"
-    head = f"nosync {title}: {events} finding(s) at {len(failing)} place(s)"
-    if report.target:
-        head += f" in target {report.target}"
-    if report.backend:
-        head += f" [{report.backend}]"
-    lines = [head]
+    lines = [_head(report, groups)]
     if report.not_checked:
         lines.append(" not checked (the test fails: a check that could not run is not a pass):")
         lines.extend(f"  - {reason}" for reason in report.not_checked)
-    for status in (Status.FAIL, Status.BUDGET, Status.KNOWN, Status.ALLOWED, Status.OUTSIDE):
+    for status in _ORDER:
         chosen = [g for g in groups if g.status == status]
         if not chosen:
             continue
@@ -135,6 +137,28 @@ def render_report(report: Report, root: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def _head(report: Report, groups: list[Group]) -> str:
+    """The first line: the report's findings counted by status, adding up to `len(report.findings)` (the failing
+    ones alone left the others out of the count). A finding is a problem seen `count` times at one place and step:
+    where a status's events differ from its findings, they are given too, as the ×N of the lines below."""
+    head = f"nosync {report.check or 'nosync'}: {len(report.findings)} finding(s)"
+    if report.target:
+        head += f" in target {report.target}"
+    if report.backend:
+        head += f" [{report.backend}]"
+    parts = []
+    for status in _ORDER:
+        chosen = [f for f in report.findings if f.status == status]
+        if not chosen:
+            continue
+        events = sum(f.count for f in chosen)
+        part = f"{len(chosen)} {_COUNTED_AS[status]}" + (f" ({events} events)" if events != len(chosen) else "")
+        if status == Status.FAIL:
+            part += f" at {sum(1 for g in groups if g.status == status)} place(s)"
+        parts.append(part)
+    return head + (": " + ", ".join(parts) if parts else "")
+
+
 def trace_lines(report: Report) -> list[str]:
     """The trace's path and its diagnosis, when the guard traced the block."""
     lines = []
@@ -149,34 +173,86 @@ def trace_lines(report: Report) -> list[str]:
 
 
 def step_metrics_table(reports: Iterable[Report]) -> list[str]:
-    """The step metrics of the run, one row per target: per steady step, the mean device ops, host ms outside the
-    denoiser and device ms, and the peak device memory; beside, the change from the compared run."""
+    """The step metrics of the run: the suite's, one row per target (per steady step, the mean device ops, host ms
+    outside the denoiser and device ms, and the peak device memory; beside, the change from the compared run), then
+    those of other guarded tests (a marker's `checks=["step_metrics"]`), one row per test over all its steps."""
+    reports = list(reports)
+    return _suite_table([r for r in reports if _is_suite(r)]) + _guard_table([r for r in reports if _guard_steps(r)])
+
+
+def _is_suite(report: Report) -> bool:
+    """Numbers of the suite's test_step_metrics (step_cost.combine: a schema, the steady steps under "steps")."""
+    metrics = report.metrics.get("step_metrics")
+    return isinstance(metrics, dict) and "schema" in metrics and bool(metrics.get("steps"))
+
+
+def _guard_steps(report: Report) -> dict[str, dict]:
+    """A guard's own per-step numbers (the step_metrics and device_ops detectors', keyed by step) as the suite's
+    steps: the ops a step ran beside its times and memory."""
+    if _is_suite(report):
+        return {}
+    times, ops = report.metrics.get("step_metrics"), report.metrics.get("device_ops")
+    steps: dict[str, dict] = {}
+    for key, numbers in (times or {}).items():
+        steps[key] = dict(numbers)
+    for key, counted in (ops or {}).items():
+        steps.setdefault(key, {})["device_ops"] = counted["total"]
+    return steps
+
+
+def _cell(value: float | None, width: int, digits: int) -> str:
+    return f"{'—' if value is None else f'{value:.{digits}f}':>{width}}"
+
+
+def _columns(row: dict) -> str:
+    peak = row["peak_bytes"] / 2**20 if row.get("peak_bytes") is not None else None
+    return (
+        f"{_cell(row.get('device_ops'), 11, 0)}{_cell(row.get('host_ms'), 10, 2)}"
+        f"{_cell(row.get('device_ms'), 11, 2)}{_cell(peak, 10, 2)}"
+    )
+
+
+_COLUMNS = f"{'device ops':>11}{'host ms':>10}{'device ms':>11}{'peak MiB':>10}"
+_UNITS = "  (host ms: outside the denoiser's forward; device ms: CUDA events, GPU only)"
+
+
+def _suite_table(rows: list[Report]) -> list[str]:
     from .step_cost import summary
 
-    rows = [r for r in reports if isinstance(r.metrics.get("step_metrics"), dict) and r.metrics["step_metrics"]]
     if not rows:
         return []
     first = rows[0].metrics["step_metrics"]
     lines = [
         f"step metrics per steady step ({first.get('backend')}, {first.get('device')}):",
-        f"  {'target':<16}{'device ops':>11}{'host ms':>10}{'device ms':>11}{'peak MiB':>10}  vs saved run",
+        f"  {'target':<16}{_COLUMNS}  vs saved run",
     ]
     for r in sorted(rows, key=lambda r: r.target):
-        row = summary(r.metrics["step_metrics"])
         compared = r.metrics.get("step_metrics_compared")
         versus = _versus(compared) if compared else "not compared"
         if r.passed is False:
             versus = f"FAIL: {versus}"
+        lines.append(f"  {r.target:<16}{_columns(summary(r.metrics['step_metrics']))}  {versus}")
+    lines.append(_UNITS)
+    return lines
 
-        def cell(value: float | None, width: int, digits: int) -> str:
-            return f"{'—' if value is None else f'{value:.{digits}f}':>{width}}"
 
-        peak = row["peak_bytes"] / 2**20 if row.get("peak_bytes") is not None else None
-        lines.append(
-            f"  {r.target:<16}{cell(row.get('device_ops'), 11, 0)}{cell(row.get('host_ms'), 10, 2)}"
-            f"{cell(row.get('device_ms'), 11, 2)}{cell(peak, 10, 2)}  {versus}"
-        )
-    lines.append("  (host ms: outside the denoiser's forward; device ms: CUDA events, GPU only)")
+def _guard_table(rows: list[Report]) -> list[str]:
+    """Guarded tests' step metrics: named by test (they have no target), over every step they ran (a marked body
+    without a pipeline is one step, and no step is a warm-up to leave out)."""
+    from .step_cost import summary
+
+    if not rows:
+        return []
+    names = {id(r): r.test_id + (f" [{r.target}]" if r.target else "") for r in rows}
+    width = max(len(name) for name in names.values()) + 2
+    lines = [
+        f"step metrics of guarded tests, the mean per step ({rows[0].backend}):",
+        f"  {'test':<{width}}{'steps':>5} {_COLUMNS}",
+    ]
+    for r in sorted(rows, key=lambda r: names[id(r)]):
+        steps = _guard_steps(r)
+        lines.append(f"  {names[id(r)]:<{width}}{len(steps):>5} {_columns(summary({'steps': steps}))}")
+    lines.append(_UNITS)
     return lines
 
 

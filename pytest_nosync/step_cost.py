@@ -142,7 +142,7 @@ def summary(metrics: Mapping[str, Any]) -> dict[str, Any]:
         "device_ops": mean("device_ops"),
         "host_ms": mean("host_ms_outside_denoiser"),
         "device_ms": mean("device_ms"),
-        "peak_bytes": max(s["peak_bytes"] for s in steps),
+        "peak_bytes": max((s["peak_bytes"] for s in steps if s.get("peak_bytes") is not None), default=None),
     }
 
 

@@ -43,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", options.MARKER_HELP)
     config.addinivalue_line("markers", options.GPU_MARKER_HELP)
+    if not config.pluginmanager.has_plugin("xdist"):
+        config.addinivalue_line("markers", options.XDIST_GROUP_HELP)
     config.pluginmanager.register(NotRun(), "nosync-not-run")
     if not options.checking(config):
         given = options.given_flags(config)
@@ -101,6 +103,10 @@ class NotRun:
         if role(config) is Role.WORKER:  # a worker's results reach its controller, which says it
             return
         total = sum(len(ids) for ids in self.skipped.values())
+        if len(self.skipped) == 1:  # one reason: one line
+            ((reason, ids),) = self.skipped.items()
+            terminalreporter.write_line(f"nosync: {total} check(s) did not run: {reason} (e.g. {ids[0]})", yellow=True)
+            return
         terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
         for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
             terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)

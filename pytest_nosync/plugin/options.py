@@ -404,6 +404,9 @@ MARKER_HELP = (
     "active with --nosync. " + "; ".join(f"{name}: {row.help}" for name, row in MARKER_ROWS.items())
 )
 GPU_MARKER_HELP = "gpu: needs a CUDA device, or --nosync with the CPU emulation backend"
+# pytest-xdist's, which the suite's tests carry (a target's tests share a worker and its built pipeline): registered
+# here only without xdist, so that a run without it warns of no unknown marker.
+XDIST_GROUP_HELP = "xdist_group(name): pytest-xdist's, for --dist loadgroup (registered by pytest-nosync without xdist)"
 
 
 def parse_marker(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import pytest
 import torch
 
@@ -117,3 +120,57 @@ def test_on_by_default_and_an_option_turns_it_off(pytester: pytest.Pytester, arg
     pytester.makepyfile(OPT_OUT)
     pytester.runpytest("--nosync", *args).assert_outcomes(**outcome)
     assert not torch.cuda.is_available() and not cuda_map.active()  # the session put everything back
+
+
+LIBRARY_USE = """
+import torch
+
+from pytest_nosync import nosync_guard
+
+model = torch.nn.Linear(8, 8).requires_grad_(False)
+with nosync_guard(checks=("syncs",)) as g:
+    model.to("cuda")  # CUDA-written code, in the block: on the emulated device
+    x = torch.ones(2, 8, device="cuda")
+    for _ in range(2):
+        with g.step():
+            x = model(x)
+            float(x.sum())
+print([(f.kind.value, f.status.value, f.step) for f in g.report.findings])
+print(g.report.backend, torch.cuda.is_available(), model.weight.device.type)
+"""
+
+
+def test_a_library_guard_runs_cuda_code_emulated_in_its_block(pytester: pytest.Pytester) -> None:
+    """Outside pytest, `.to("cuda")` in a guarded block stopped with "Torch not compiled with CUDA enabled" where the
+    same code under the plugin ran emulated."""
+    if devices.cuda_available():
+        pytest.skip("this machine has CUDA")
+    script = pytester.makepyfile(library_use=LIBRARY_USE)
+    result = pytester.run(sys.executable, str(script))
+    assert result.ret == 0, result.stderr.str()
+    assert result.outlines[-2:] == [
+        "[('htod_sync', 'outside_steps', None), ('dtoh_sync', 'fail', 0), ('dtoh_sync', 'fail', 1)]",
+        "emulate False emu",  # the mapping ends with the block; what it moved stays on the emulated device
+    ]
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_a_library_guard_maps_cuda_for_its_block_only(raises: bool) -> None:
+    if devices.cuda_available():
+        pytest.skip("this machine has CUDA")
+    stack = torch._C._len_torch_function_stack()
+    with pytest.raises(ValueError) if raises else contextlib.nullcontext(), nosync_guard(backend="emulate") as g:
+        assert torch.cuda.is_available() and torch.ones(1, device="cuda").device == devices.execution_device()
+        if raises:
+            raise ValueError("the block raised")
+    assert g.report.backend == "emulate"
+    assert not torch.cuda.is_available() and not cuda_map.active()
+    assert torch._C._len_torch_function_stack() == stack
+    with nosync_guard(backend="emulate", map_cuda=False):
+        assert not torch.cuda.is_available()  # left alone when asked
+
+
+def test_a_guard_inside_the_plugins_mapping_leaves_it_to_the_run(mapped: torch.device) -> None:
+    with nosync_guard(backend="emulate"):
+        assert cuda_map._active and len(cuda_map._active) == 1
+    assert torch.cuda.is_available() and cuda_map.active()  # the run's mapping, still in place

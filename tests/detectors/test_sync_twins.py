@@ -11,6 +11,11 @@ from pytest_nosync import nosync_guard
 from pytest_nosync.findings import Location
 from tests.twins.sync_patterns import BUG_TWINS, CLEAN_TWINS, Twin
 
+# A test that checks what only a GPU shows: the CUDA copy alone (an emulated one could only skip).
+CUDA_BACKEND_ONLY = pytest.mark.parametrize(
+    "backend", [pytest.param("cuda", marks=pytest.mark.gpu, id="cuda")], indirect=True
+)
+
 
 def _norm(where: Location | str) -> str:
     where = Location.parse(where)
@@ -50,23 +55,19 @@ def test_error_mode_raises_on_the_offending_line(twin: Twin, backend: str, x, de
     assert [(f.kind, _norm(f.where)) for f in g.report.failures] == [(twin.kind, _norm(twin.expected_where))]
 
 
-@pytest.mark.gpu
+@CUDA_BACKEND_ONLY  # the profiler sees CUDA runtime calls only on a GPU
 @pytest.mark.parametrize("twin", BUG_TWINS, ids=lambda t: t.name)
 def test_profiler_confirms_the_sync(twin: Twin, backend: str, x, device) -> None:
-    if backend != "cuda":
-        pytest.skip("the profiler sees CUDA runtime calls only on a GPU")
     report = _run(twin, backend, x, device, profile=True)
     got = {(f.kind, _norm(f.where)) for f in report.failures}
     assert got == {(twin.kind, _norm(twin.expected_where))}, report.findings
     assert all("profiler" in f.source for f in report.failures), report.failures
 
 
-@pytest.mark.gpu
+@CUDA_BACKEND_ONLY
 def test_profiler_sees_a_sync_that_sync_debug_mode_cannot(backend: str, x, device) -> None:
     """A CuPy device→host copy syncs in C++ outside torch: only the profiler sees it."""
     cupy = pytest.importorskip("cupy")
-    if backend != "cuda":
-        pytest.skip("needs CUDA")
     from tests.twins import extension_sync
 
     with nosync_guard(backend=backend, profile=True) as g, g.step():

@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.releases import diffusers_before
+
 diffusers = pytest.importorskip("diffusers")
+if diffusers_before("0.38"):  # the code these tests edit, and the known issues they keep known, came with 0.38
+    pytest.skip(
+        f"diffusers {diffusers.__version__} predates UniPC's host sigma copies and the other known issues of the "
+        "shipped baseline (0.38 and later): the suite fails there on the release's own defects (docs/validation.md)",
+        allow_module_level=True,
+    )
 PACKAGE = Path(__file__).parents[2] / "pytest_nosync"
 
 SHIFTED_FILES = (

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from pytest_nosync import devices
+from tests.plugin.repository import run_here
 
 FAILING_REPORT = """
 from pytest_nosync.findings import Finding, Report
@@ -81,7 +82,7 @@ def test_failing_report_fails_the_test_with_the_place(project: pytest.Pytester) 
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*nosync syncs: 1 finding(s) at 1 place(s) in target demo*",
+            "*nosync syncs: 1 finding(s) in target demo*: 1 failing at 1 place(s)",
             "*dtoh_sync*/src/pipe.py:10*step 0 ×1*",
             "*s.item()*",
             "*hint: keep it a tensor*",
@@ -135,6 +136,36 @@ def test_json_report_has_environment_and_every_finding(project: pytest.Pytester)
     assert doc["environment"]["torch"]
     assert [t["test_id"].split("::")[-1] for t in doc["tests"]] == ["test_a", "test_b"]
     assert [f["status"] for t in doc["tests"] for f in t["findings"]] == ["fail", "outside_steps"]
+
+
+def test_a_marked_tests_step_metrics_are_a_row_named_by_the_test(pytester: pytest.Pytester) -> None:
+    """A marked test's step metrics were a table titled "(None, None)" over a row without a name or a number."""
+    pytester.makepyfile(
+        test_loop="""
+        import pytest
+        import torch
+
+        @pytest.fixture
+        def latents(nosync_device):
+            return torch.ones(64, device=nosync_device)
+
+        @pytest.mark.gpu
+        @pytest.mark.nosync(checks=["step_metrics", "device_ops"])
+        def test_loop(latents):
+            for _ in range(3):
+                latents = latents * 0.5 + 1.0
+        """
+    )
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "step metrics of guarded tests, the mean per step (*):",
+            "  test  * steps  device ops   host ms  device ms  peak MiB",
+            "  test_loop.py::test_loop  * 1           6 * [0-9].[0-9][0-9] * 0.00",
+        ]
+    )
+    assert "None" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -261,6 +292,30 @@ def test_suite_options_are_validated(pytester: pytest.Pytester, args: list[str],
     result = pytester.runpytest("--nosync", "--nosync-suite", "--collect-only", *args)
     assert result.ret in (pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERRUPTED)
     assert message in result.stdout.str() + result.stderr.str()
+
+
+def test_a_run_without_xdist_warns_of_no_marker_of_ours(pytester: pytest.Pytester) -> None:
+    """Every run without pytest-xdist warned `PytestUnknownMarkWarning: xdist_group` (the suite's tests carry it)."""
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.gpu
+        @pytest.mark.xdist_group("flux")
+        @pytest.mark.nosync(checks=["syncs"])
+        def test_grouped():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "-p", "no:cacheprovider", "-W", "error::pytest.PytestWarning"
+    )
+    result.assert_outcomes(passed=1) if devices.cuda_available() else result.assert_outcomes(skipped=1)
+
+
+def test_this_repositorys_tests_collect_without_xdist_and_without_warnings() -> None:
+    done = run_here("--nosync", "--collect-only", "-p", "no:xdist", "-W", "error::pytest.PytestWarning")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
 
 def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -> None:

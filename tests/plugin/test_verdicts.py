@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_nosync import devices
+from tests.plugin.repository import run_here
 from tests.twins import loop_pipeline
 
 NO_GPU = pytest.mark.skipif(devices.cuda_available(), reason="this machine has CUDA")
@@ -200,7 +201,20 @@ def test_without_nosync_the_gpu_tests_that_did_not_run_are_counted_too(pytester:
     pytester.makepyfile(SKIPPED)
     result = pytester.runpytest()
     result.assert_outcomes(skipped=4)
-    result.stdout.fnmatch_lines(["nosync: 3 check(s) did not run:", "  3 × needs a CUDA device: run `pytest -m gpu *"])
+    result.stdout.fnmatch_lines(["nosync: 3 check(s) did not run: needs a CUDA device: run `pytest -m gpu *"])
+
+
+@NO_GPU
+def test_this_repositorys_cuda_only_tests_are_one_line_without_a_gpu() -> None:
+    """`pytest -m gpu --nosync` on a CPU skipped each CUDA-only copy of the plugin's tests with advice to run
+    `pytest -m gpu --nosync`: the count and the reason are one line, once."""
+    files = ["tests/detectors/test_sync_twins.py", "tests/profiling/test_gpu_traces.py", "tests/unit/test_devices.py"]
+    done = run_here("-m", "gpu", "--nosync", *files)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if "did not run" in line]
+    assert len(lines) == 1 and lines[0].startswith("nosync: "), done.stdout
+    assert " check(s) did not run: CUDA-only, and no CUDA device is visible here (e.g. tests/" in lines[0]
+    assert "pytest -m gpu --nosync" not in done.stdout
 
 
 FAIL_FAST = """

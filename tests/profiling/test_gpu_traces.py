@@ -34,7 +34,7 @@ def _def_line(fn: Any) -> str:
 @pytest.fixture
 def pipe() -> TinyPipeline:
     if not devices.cuda_available():
-        pytest.skip("needs CUDA")
+        pytest.skip(devices.CUDA_ONLY)
     pipe = TinyPipeline("cuda", torch.float32)
     with torch.no_grad():
         pipe(num_inference_steps=2)

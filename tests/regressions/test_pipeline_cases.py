@@ -15,6 +15,7 @@ from pytest_nosync.run_report import diffusers_version
 from pytest_nosync.suite import regressions
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+from tests.releases import uncached_hook_walks
 from tests.twins import hooks_prefix, pipeline_twins
 from tests.twins.modulate_index_fix import ReuseIntIndexTensors
 
@@ -100,25 +101,48 @@ def _modulate_index_line() -> str:
     return f"{inspect.getsourcefile(transformer_qwenimage)}:{start + offset}"
 
 
+def _rope_copy_lines() -> set[str]:
+    """Where this diffusers' QwenImage rope copies its host frequencies to the device in every forward (0.37's
+    `txt_freqs = self.pos_freqs.to(device)[...]`; later releases keep them per device): a sync of the release's own in
+    the same forward, beside the modulate index."""
+    from diffusers.models.transformers import transformer_qwenimage
+
+    lines, _ = inspect.getsourcelines(transformer_qwenimage)
+    file = inspect.getsourcefile(transformer_qwenimage)
+    return {f"{file}:{i}" for i, line in enumerate(lines, 1) if "= self.pos_freqs.to(device)[" in line}
+
+
+def _not_rope_copies(findings: list, rope: set[str]) -> set[tuple[str, str]]:
+    """(kind, place) of the findings made elsewhere than at a rope copy (by place, or by a frame of the stack: under
+    the fix twin's torch-function mode a copy is blamed on the mode)."""
+    return {
+        (f.kind, str(f.where))
+        for f in findings
+        if not (f.kind == "htod_sync" and rope & {str(w) for w in (f.where, *(frame.where for frame in f.stack))})
+    }
+
+
 def test_modulate_index_case(backend, device) -> None:
     pipe, call_kwargs = _pipe("qwenimage_edit", device)
+    rope = _rope_copy_lines()
     rebuilt = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     # diffusers up to 0.42.1 rebuilds the index from a Python list in every forward: the case fails there.
     assert not rebuilt.passed
-    assert {(f.kind, str(f.where)) for f in rebuilt.failures} == {("htod_sync", _modulate_index_line())}
+    assert _not_rope_copies(rebuilt.failures, rope) == {("htod_sync", _modulate_index_line())}
     assert {f.step for f in rebuilt.failures} == {1}
 
     with ReuseIntIndexTensors() as reuse:
         cached = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert reuse.hits > 0
-    assert cached.passed and cached.findings == [], cached.findings
+    assert _not_rope_copies(cached.findings, rope) == set(), cached.findings
+    assert cached.passed or rope
 
 
 # ---- the error kind: what the code under test raises is a finding, never a skip ---------------------------------
 def _fbc_case(pipe, call_kwargs, backend: str, known=None):
     import diffusers
 
-    options = GuardOptions(backend=backend, known=known)
+    options = GuardOptions(backend=backend, known=known, allow=uncached_hook_walks())
     config = diffusers.FirstBlockCacheConfig(threshold=0.05)
     return regressions.cache_context_case(pipe, call_kwargs, 3, config, options, check="regression:cache_context")
 
@@ -165,6 +189,8 @@ def test_the_cache_case_builds_its_own_state(backend, device, monkeypatch) -> No
 
     from tests.twins import cache_errors
 
+    if not hasattr(HookRegistry, "invalidate_child_registries_cache"):
+        pytest.skip("this diffusers predates cached hook registries (the #14037 bug cannot happen in it)")
     monkeypatch.setattr(HookRegistry, "invalidate_child_registries_cache", cache_errors.no_invalidation)
     verdicts = []
     for used_before in (False, True):

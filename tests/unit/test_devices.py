@@ -26,7 +26,7 @@ def test_the_counters_see_one_allocation(backend: str, device: torch.device) -> 
 def test_cuda_counters_are_torchs_own() -> None:
     # Read from the nested stats, not the flattened ones behind torch.cuda.memory_allocated(): the same numbers.
     if not devices.cuda_available():
-        pytest.skip("needs CUDA")
+        pytest.skip(devices.CUDA_ONLY)
     block = torch.empty(SIZE, dtype=torch.uint8, device="cuda")
     stats = torch.cuda.memory_stats()
     assert devices.allocations("cuda") == stats["allocation.all.allocated"]

@@ -7,8 +7,9 @@ import os
 import sys
 
 import pytest
+import torch
 
-from pytest_nosync import run_report
+from pytest_nosync import nosync_guard, run_report
 from pytest_nosync.findings import Finding, Frame, Phase, Report, merge
 from pytest_nosync.policy import Policy, judge
 from pytest_nosync.render import github_annotations, render_report
@@ -46,10 +47,26 @@ def test_merge_counts_repeats_per_step() -> None:
 
 def test_failure_text_groups_by_place_with_counts_per_step(tmp_path) -> None:
     text = render_report(_report(str(tmp_path)), root=str(tmp_path))
-    assert "nosync syncs: 3 finding(s) at 1 place(s) in target flux [cuda]" in text
+    head = "nosync syncs: 3 finding(s) in target flux [cuda]: 2 failing (3 events) at 1 place(s), 1 outside the steps"
+    assert text.splitlines()[0] == head
     assert "src/pipe.py:10  — step 0 ×1, step 1 ×2  [scheduler_step]" in text
     assert "s.item()" in text and "hint:" in text
     assert "outside the denoising steps" in text and "src/pipe.py:30" in text
+
+
+def test_the_head_counts_every_finding_of_a_guarded_block(backend: str, device: torch.device) -> None:
+    """The head counted the failing findings only: "4 finding(s)" over a report that held 5."""
+    x = torch.randn(8, device=device)
+    with nosync_guard(backend=backend, checks=("syncs",)) as g:
+        float(x.sum())  # before the first step: reported, not counted
+        for _ in range(4):
+            with g.step():
+                x = x.tanh()
+                for _ in range(2):
+                    float(x.sum())  # twice in each step: one finding per step, counted twice
+    assert [(f.status, f.count) for f in g.report.findings] == [("outside_steps", 1)] + [("fail", 2)] * 4
+    head = render_report(g.report).splitlines()[0]
+    assert head == f"nosync syncs: 5 finding(s) [{backend}]: 4 failing (8 events) at 1 place(s), 1 outside the steps"
 
 
 def test_github_annotations_only_for_failing_findings_in_the_repo(tmp_path) -> None:
