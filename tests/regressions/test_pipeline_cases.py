@@ -134,7 +134,10 @@ def test_modulate_index_case(backend, device) -> None:
     with ReuseIntIndexTensors() as reuse:
         cached = regressions.modulate_index_case(pipe, call_kwargs(2), options=GuardOptions(backend=backend))
     assert reuse.hits > 0
-    assert _not_rope_copies(cached.findings, rope) == set(), cached.findings
+    assert _not_rope_copies(cached.findings, rope) == set(), [
+        (f.kind, str(f.where), f.detail, [f"{frame.where} {frame.function}" for frame in f.stack])
+        for f in cached.findings
+    ]
     assert cached.passed or rope
 
 
