@@ -129,6 +129,8 @@ def _top(findings: list[Any], n: int = 3) -> str:
 def _short(where: Location) -> str:
     """The place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
     file = where.file.replace("\\", "/")
+    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
+        return str(where)
     at = file.rfind("/diffusers/")
     inside = file[at + 1 :] if at >= 0 else package_path(where.file)
     return str(Location(inside, where.line))

@@ -59,6 +59,12 @@ def test_a_row_counts_a_steady_steps_syncs_known_included_and_names_their_places
     assert (row["growth"], row["walks"], row["note"]) == ("0", "0", "")
 
 
+def test_a_place_without_a_file_is_named_as_it_is() -> None:
+    generated = _report(WAN, "syncs", _sync(1, where="<eval_with_key>.21:18"))
+    (row,) = census_table.rows([generated], {})
+    assert row["syncs"] == "2: `<eval_with_key>.21:18`"
+
+
 def test_parts_of_one_census_merge_into_one_table() -> None:
     first, first_census, second, second_census = _parts()
     merged = census_table.merge([first_census, second_census])
