@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .session import NosyncSession
 
 CENSUS = "nosync"  # the item's name prefix: nosync[<check>]
+HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
 
 
 class TesterCheck(pytest.Item):
@@ -86,6 +87,8 @@ class Census:
         self.hub: Installation | None = None
         self.selection: Selection | None = None  # what --nosync-changed selected
         self.outcomes: dict[str, dict[str, str]] = {}  # tester class id → check → passed/failed/skip reason
+        self.header: list[str] = []  # what the run checks, said after collection
+        self.workers_header: list[str] = []  # the same, as xdist's workers said it (the controller collects nothing)
 
     # ---- collection ----------------------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -126,6 +129,7 @@ class Census:
             from ..suite import hub_standins
 
             self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
+        self.header = self._header(session.items)
 
     @pytest.hookimpl(trylast=True)  # on the run's final selection (-k, -m)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -149,6 +153,10 @@ class Census:
             items[:] = [item for item in items if not (isinstance(item, TesterCheck) and item.class_id in dropped)]
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        return self.header
+
+    def _header(self, items: list[pytest.Item]) -> list[str]:
+        """What the run checks: the classes, the stand-ins, what --nosync-changed selected and why."""
         checks = [item for item in items if isinstance(item, TesterCheck)]
         lines = self.selection.lines() if self.selection is not None else []
         if not checks:
@@ -161,6 +169,18 @@ class Census:
                 "for by tiny ones built in code (suite.hub_standins; nothing is downloaded)"
             )
         return lines
+
+    # Under pytest-xdist the workers collect and the controller prints: the header travels back with the workers.
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[HEADER_KEY] = self.header
+
+    @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, on the controller
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        for line in getattr(node, "workeroutput", {}).get(HEADER_KEY, []):
+            if line not in self.workers_header:  # every worker collected the same
+                self.workers_header.append(line)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.hub is not None:
@@ -287,6 +307,8 @@ class Census:
 
     @pytest.hookimpl(trylast=True)  # in the nosync section, after the session's lines
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.workers_header:
+            terminalreporter.write_line(line)
         total, checked, reasons = self.coverage()
         if not total:
             return
