@@ -268,6 +268,35 @@ def test_a_pipeline_that_takes_only_its_tests_step_count_is_checked_where_that_i
     assert "only 2 steps are supported" not in out
 
 
+PLMS_STEPS = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class PlmsStepsFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "plms": True}
+"""
+
+
+def test_steps_below_the_tests_own_count_are_not_extrapolated_from_an_offset(pytester: pytest.Pytester) -> None:
+    """PNDM runs n + 1 steps for n >= 2 and one for n = 1: asking n = 1 for two steps ran one. The test's own count
+    is known to give enough."""
+    pytester.makepyfile(test_plms=PLMS_STEPS)
+    args = ("-k", "syncs", "--nosync-report=r.json")
+    pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", *args).assert_outcomes(passed=1)
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert test["steps"] == 3 and not test["not_checked"]
+
+
 LIBRARY = """
 import torch
 

@@ -51,6 +51,7 @@ class LoopPipeline(DiffusionPipeline):
         iterate: bool = False,
         fail: bool = False,
         only_steps: int | None = None,
+        plms: bool = False,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
@@ -61,6 +62,8 @@ class LoopPipeline(DiffusionPipeline):
             raise ValueError(f"only {only_steps} steps are supported")
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
         timesteps = self.scheduler.timesteps[num_inference_steps - int(num_inference_steps * strength) :]
+        if plms and len(timesteps) >= 2:  # PNDM's PLMS repeats its second-to-last timestep: n + 1 steps, 1 for n = 1
+            timesteps = torch.cat([timesteps[:-1], timesteps[-2:]])
         if iterate:
             for t in self.progress_bar(timesteps):
                 latents = self._iteration(latents, t, read_early, fail)
