@@ -16,20 +16,19 @@ from __future__ import annotations
 import argparse
 import heapq
 import json
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-_CENSUS_ITEM = re.compile(r"^(?P<tester>.+)::nosync\[[A-Za-z_]+\](?:@.*)?$")
+from pytest_nosync.census_table import census_item
 
 
 def class_costs(report: dict) -> dict[str, float]:
     """Seconds per tester class (its checks' durations), in the order the run collected them."""
     costs: dict[str, float] = {}
     for test in report["tests"]:
-        match = _CENSUS_ITEM.match(test["test_id"])
-        if match:
-            tester = match["tester"]
+        item = census_item(test["test_id"])
+        if item is not None:
+            tester = item[0]
             costs[tester] = costs.get(tester, 0.0) + float(test["metrics"].get("duration_s", 0.0))
     return costs
 
