@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from pytest_nosync.baseline import Baseline, Entry
+from pytest_nosync.findings import SYNC_KINDS
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.config import TraceConfig
 from pytest_nosync.run_report import diffusers_version
@@ -113,12 +114,13 @@ def _rope_copy_lines() -> set[str]:
 
 
 def _not_rope_copies(findings: list, rope: set[str]) -> set[tuple[str, str]]:
-    """(kind, place) of the findings made elsewhere than at a rope copy (by place, or by a frame of the stack: under
-    the fix twin's torch-function mode a copy is blamed on the mode)."""
+    """(kind, place) of the findings made elsewhere than at a rope copy, by place or by a frame of the stack. Under the
+    fix twin's torch-function mode a copy is blamed on the mode's pass-through line, and on CUDA its kind is read from
+    that line's expression (`func(*args, **kwargs)` names no pattern: the default, dtoh), so the kind is not asked."""
     return {
         (f.kind, str(f.where))
         for f in findings
-        if not (f.kind == "htod_sync" and rope & {str(w) for w in (f.where, *(frame.where for frame in f.stack))})
+        if not (f.kind in SYNC_KINDS and rope & {str(w) for w in (f.where, *(frame.where for frame in f.stack))})
     }
 
 
