@@ -163,12 +163,13 @@ class Tester:
         """Two plain calls (the first is the pipeline's warm-up), counting the scheduler's steps and each module's
         calls: with the test's own num_inference_steps, and with more."""
         kwargs = self.call_kwargs(pipe, ctx)
-        stepped, modules = self._count(pipe, kwargs)
+        stepped, modules, in_steps = self._count(pipe, kwargs)
         if stepped == 0:
             raise NotDrivable(
-                f"{self.pipeline_class.__name__} ran no step of its scheduler in a call: no denoising loop to check"
+                f"{self.pipeline_class.__name__} ran no step of its scheduler and no progress bar in a call: no "
+                "denoising loop to check"
             )
-        denoiser = _denoiser(modules, stepped)
+        denoiser = _denoiser(modules, in_steps, stepped)
         if denoiser is None:
             raise NotDrivable(
                 f"no module of {self.pipeline_class.__name__} is called once per step (called: {modules})"
@@ -178,7 +179,7 @@ class Tester:
         if isinstance(asked, int) and asked > 0:
             further = 2 * asked + 8  # far enough that a strength's floor cannot hide the slope
             try:
-                more, _ = self._count(pipe, {**kwargs, "num_inference_steps": further})
+                more, _, _ = self._count(pipe, {**kwargs, "num_inference_steps": further})
             except Uncallable:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
                 more = None
             if more is not None:
@@ -195,15 +196,24 @@ class Tester:
         return self.calibration
 
     @staticmethod
-    def _count(pipe: Any, kwargs: dict[str, Any]) -> tuple[int, dict[str, int]]:
-        """(the pipeline's scheduler steps, each module's calls) in one plain call."""
-        counts, steps = _count_calls(pipe)
-        with steps, counts, torch.no_grad():
+    def _count(pipe: Any, kwargs: dict[str, Any]) -> tuple[int, dict[str, int], dict[str, set[int]]]:
+        """(the loop's steps, each module's calls, the steps each module was called in) in one plain call. The steps
+        are the pipeline's own scheduler's; where it never steps (SkyReels V2's diffusion forcing steps a copy per
+        latent frame), its progress bar's."""
+        steps, updates = _SchedulerSteps(pipe), _ProgressUpdates(pipe)
+        counts = _ModuleCalls(pipe, lambda: (steps.count, updates.count))
+        with steps, updates, counts, torch.no_grad():
             try:
                 pipe(**kwargs)
             except Exception as exc:
                 raise Uncallable(exc) from exc
-        return steps.count, counts.calls
+        by_scheduler = steps.count > 0
+        stepped = steps.count if by_scheduler else updates.count
+        in_steps = {
+            name: {at[0] if by_scheduler else at[1] for at in seen} & set(range(stepped))
+            for name, seen in counts.seen.items()
+        }
+        return stepped, counts.calls, in_steps
 
 
 class Uncallable(Exception):
@@ -297,10 +307,12 @@ def _reason(where: str, exc: BaseException) -> str:
 
 # ---- counting a plain call ---------------------------------------------------------------------------------------
 class _ModuleCalls:
-    """Forward calls of each top-level module of a pipeline during a block."""
+    """Forward calls of each top-level module of a pipeline during a block, and the step counters' values at each."""
 
-    def __init__(self, pipe: Any) -> None:
+    def __init__(self, pipe: Any, step: Callable[[], tuple[int, int]]) -> None:
         self.calls: dict[str, int] = {}
+        self.seen: dict[str, set[tuple[int, int]]] = {}
+        self._step = step
         self._hooks: list[Any] = []
         self._modules = {
             name: module for name, module in getattr(pipe, "components", {}).items()
@@ -310,9 +322,11 @@ class _ModuleCalls:
     def __enter__(self) -> _ModuleCalls:
         for name, module in self._modules.items():
             self.calls[name] = 0
+            self.seen[name] = set()
 
             def hook(module: Any, args: Any, name: str = name) -> None:
                 self.calls[name] += 1
+                self.seen[name].add(self._step())
 
             self._hooks.append(module.register_forward_pre_hook(hook))
         return self
@@ -360,22 +374,84 @@ class _SchedulerSteps:
             self._restore()
 
 
-def _count_calls(pipe: Any) -> tuple[_ModuleCalls, _SchedulerSteps]:
-    return _ModuleCalls(pipe), _SchedulerSteps(pipe)
+class _ProgressUpdates:
+    """Updates of the progress bars the pipeline opens during a block (`bar.update(n)` counts n), or their items where
+    the pipeline iterates one."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.count = 0
+        self._pipe = pipe
+        self._restore: Callable[[], None] | None = None
+
+    def __enter__(self) -> _ProgressUpdates:
+        pipe, cls = self._pipe, type(self._pipe)
+        original = getattr(cls, "progress_bar", None)
+        if original is None:
+            return self
+        had = "progress_bar" in vars(cls)
+
+        @functools.wraps(original)
+        def progress_bar(this: Any, *args: Any, **kwargs: Any) -> Any:
+            bar = original(this, *args, **kwargs)
+            return _CountingBar(bar, self) if this is pipe else bar
+
+        cls.progress_bar = progress_bar
+
+        def restore() -> None:
+            if had:
+                cls.progress_bar = original
+            else:
+                del cls.progress_bar
+
+        self._restore = restore
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._restore is not None:
+            self._restore()
 
 
-def _denoiser(calls: dict[str, int], steps: int) -> str | None:
-    """The module called once per step: the first of the usual names among those called at least once per step, else
-    the most called of them; where none is (Wan 2.2 runs `transformer` in the first steps and `transformer_2` in the
-    others), the usual names that together are, comma-separated."""
-    every_step = {name: n for name, n in calls.items() if n >= steps}
-    for name in DENOISER_NAMES:
-        if name in every_step:
-            return name
-    if every_step:
-        return max(every_step, key=lambda name: every_step[name])
-    together = [name for name in DENOISER_NAMES if calls.get(name)]
-    return ",".join(together) if sum(calls[name] for name in together) >= steps else None
+class _CountingBar:
+    def __init__(self, bar: Any, updates: _ProgressUpdates) -> None:
+        self._bar = bar
+        self._updates = updates
+
+    def __enter__(self) -> _CountingBar:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._bar.__exit__(*exc)
+
+    def __iter__(self) -> Iterator[Any]:
+        for item in self._bar:
+            self._updates.count += 1
+            yield item
+
+    def update(self, n: int = 1) -> Any:
+        self._updates.count += n
+        return self._bar.update(n)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bar, name)
+
+
+def _denoiser(calls: dict[str, int], in_steps: dict[str, set[int]], steps: int) -> str | None:
+    """The module called in every step: the first of the usual names among them, else the most called of them. Where
+    none is (Wan 2.2 runs `transformer` in the first steps and `transformer_2` in the others, each twice a step with
+    guidance), the usual names that together are, comma-separated. A loop whose scheduler steps more than once per
+    iteration has no module in every step: there the same is asked of each module's number of calls."""
+    for covers in (lambda seen, n: len(seen) >= steps, lambda seen, n: n >= steps):
+        every_step = {name: calls[name] for name, seen in in_steps.items() if covers(seen, calls[name])}
+        for name in DENOISER_NAMES:
+            if name in every_step:
+                return name
+        if every_step:
+            return max(every_step, key=lambda name: every_step[name])
+        together = [name for name in DENOISER_NAMES if calls.get(name)]
+        if covers(set().union(*(in_steps[name] for name in together)), sum(calls[name] for name in together)):
+            return ",".join(together)
+    return None
 
 
 def testers_of(module: Any) -> Iterator[type]:

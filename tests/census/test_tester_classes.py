@@ -297,6 +297,99 @@ def test_steps_below_the_tests_own_count_are_not_extrapolated_from_an_offset(pyt
     assert test["steps"] == 3 and not test["not_checked"]
 
 
+COPIED_SCHEDULERS = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import CopiedSchedulersPipeline, Denoiser, Scheduler
+
+
+class CopiedSchedulersFastTests(unittest.TestCase):  # SkyReels V2's diffusion forcing: only copies of it step
+    pipeline_class = CopiedSchedulersPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class MaskReadingFastTests(unittest.TestCase):
+    pipeline_class = CopiedSchedulersPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "read_mask": True}
+"""
+
+
+def test_a_pipeline_that_steps_only_copies_of_its_scheduler_is_stepped_by_its_progress_bar(
+    pytester: pytest.Pytester,
+) -> None:
+    """Its own scheduler never steps: the loop's iterations are the progress bar's updates. Both classes are checked;
+    the one reading a device mask per row fails there, in every step, once per row."""
+    pytester.makepyfile(test_copied=COPIED_SCHEDULERS)
+    args = ("-k", "nosync and (syncs or alloc_growth)", "-p", "no:cacheprovider", "--nosync-report=r.json")
+    result = pytester.runpytest("-m", "gpu", "--nosync", *args)
+    result.assert_outcomes(passed=3, failed=1)
+    out = result.stdout.str()
+    assert "nosync: 2 of 2 pipeline classes checked" in out, out
+    assert "FAILED test_copied.py::MaskReadingFastTests::nosync[syncs]" in out
+    line = loop_pipeline.line_of("reads the row's mask", loop_pipeline.CopiedSchedulersPipeline)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×2, step 1 ×2*"])
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert {(t["test_id"].split("::")[1], t["check"]): t["steps"] for t in tests if t["check"] == "syncs"} == {
+        ("CopiedSchedulersFastTests", "syncs"): 2, ("MaskReadingFastTests", "syncs"): 2,
+    }  # fmt: skip
+
+
+TWO_EXPERTS = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, Scheduler, TwoExpertsPipeline
+
+
+class TwoExpertsFastTests(unittest.TestCase):  # Wan 2.2's tests: one expert per step, each called twice in it
+    pipeline_class = TwoExpertsPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "transformer_2": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class TwoExpertsOnHostFastTests(unittest.TestCase):
+    pipeline_class = TwoExpertsPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "transformer_2": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "on_host": True}
+"""
+
+
+def test_two_experts_that_share_the_steps_are_the_denoiser_together(pytester: pytest.Pytester) -> None:
+    """Each expert is called as often as there are steps (twice in half of them): the denoiser is the one called in
+    every step, here neither alone. With both, every step is seen and the timestep read is found in each."""
+    pytester.makepyfile(test_experts=TWO_EXPERTS)
+    args = ("-k", "nosync and syncs", "-p", "no:cacheprovider", "--nosync-report=r.json")
+    result = pytester.runpytest("-m", "gpu", "--nosync", *args)
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_experts.py::TwoExpertsFastTests::nosync[syncs]" in result.stdout.str()
+    line = loop_pipeline.line_of("reads the timestep", loop_pipeline.TwoExpertsPipeline)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×1, step 1 ×1*"])
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert {t["metrics"]["denoiser"] for t in tests} == {"transformer,transformer_2"}
+    assert [(t["steps"], t["not_checked"]) for t in tests] == [(2, [])] * 2
+
+
 LIBRARY = """
 import torch
 

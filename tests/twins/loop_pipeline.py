@@ -3,6 +3,7 @@ to plant a pattern anywhere in its loop: the step-boundary tests read where each
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
@@ -93,6 +94,62 @@ class NetPipeline(LoopPipeline):
         self.register_modules(net=net, scheduler=scheduler)
 
 
+class CopiedSchedulersPipeline(LoopPipeline):
+    """SkyReels V2's diffusion forcing: each latent row gets its own deep copy of the scheduler, stepped where the row's
+    mask says so; the pipeline's own scheduler never steps. Its steps are counted by its progress bar and closed at
+    `callback_on_step_end`."""
+
+    def __call__(  # type: ignore[override]
+        self,
+        latents: torch.Tensor,
+        num_inference_steps: int = 3,
+        read_mask: bool = False,
+        callback_on_step_end: Any = None,
+    ) -> torch.Tensor:
+        self.scheduler.set_timesteps(num_inference_steps, latents.device)
+        timesteps = self.scheduler.timesteps
+        schedulers = [copy.deepcopy(self.scheduler) for _ in range(latents.shape[0])]
+        update = torch.ones(latents.shape[0], dtype=torch.bool, device=latents.device)
+        with self.progress_bar(total=len(timesteps)) as bar:
+            for i, t in enumerate(timesteps):
+                noise = self.transformer(latents)
+                stepped = latents.clone()
+                for row, scheduler in enumerate(schedulers):
+                    if not read_mask or update[row].item():  # twin: reads the row's mask
+                        stepped[row] = scheduler.step(noise[row], t, latents[row])
+                latents = stepped
+                if callback_on_step_end is not None:
+                    callback_on_step_end(self, i, t, {})
+                bar.update()
+        return latents * 2
+
+
+class TwoExpertsPipeline(LoopPipeline):
+    """Wan 2.2's two experts: `transformer` denoises the steps above the boundary, `transformer_2` the others, each
+    called twice a step (guidance). Deciding on the device timestep reads it in every step; on the host list, never."""
+
+    def __init__(self, transformer: Denoiser, transformer_2: Denoiser, scheduler: Scheduler) -> None:
+        DiffusionPipeline.__init__(self)
+        self.register_modules(transformer=transformer, transformer_2=transformer_2, scheduler=scheduler)
+
+    def __call__(  # type: ignore[override]
+        self, latents: torch.Tensor, num_inference_steps: int = 2, boundary: float = 0.75, on_host: bool = False
+    ) -> torch.Tensor:
+        self.scheduler.set_timesteps(num_inference_steps, latents.device)
+        timesteps = self.scheduler.timesteps
+        high_noise = [1.0 - i / num_inference_steps >= boundary for i in range(num_inference_steps)]
+        with self.progress_bar(total=num_inference_steps) as bar:
+            for i, t in enumerate(timesteps):
+                if on_host:
+                    expert = self.transformer if high_noise[i] else self.transformer_2
+                else:
+                    expert = self.transformer if t >= boundary else self.transformer_2  # twin: reads the timestep
+                noise = expert(latents) + 0.5 * expert(latents)
+                latents = self.scheduler.step(noise, t, latents)
+                bar.update()
+        return latents * 2
+
+
 def build(device: torch.device) -> LoopPipeline:
     torch.manual_seed(0)
     pipe = LoopPipeline(Denoiser(), Scheduler())
@@ -101,8 +158,8 @@ def build(device: torch.device) -> LoopPipeline:
     return pipe
 
 
-def line_of(marker: str) -> int:
-    lines, start = inspect.getsourcelines(LoopPipeline)
+def line_of(marker: str, pipeline: type = LoopPipeline) -> int:
+    lines, start = inspect.getsourcelines(pipeline)
     return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
 
 
