@@ -425,8 +425,8 @@ class _CountingBar:
 
     def __iter__(self) -> Iterator[Any]:
         for item in self._bar:
-            self._updates.count += 1
             yield item
+            self._updates.count += 1  # after the iteration's body, as `update()` is called at its end
 
     def update(self, n: int = 1) -> Any:
         self._updates.count += n

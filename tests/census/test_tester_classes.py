@@ -323,6 +323,16 @@ class MaskReadingFastTests(unittest.TestCase):
 
     def get_dummy_inputs(self, device, seed=0):
         return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "read_mask": True}
+
+
+class IteratedBarFastTests(unittest.TestCase):  # `for t in self.progress_bar(timesteps)`: its items are the steps
+    pipeline_class = CopiedSchedulersPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "iterate": True}
 """
 
 
@@ -334,15 +344,16 @@ def test_a_pipeline_that_steps_only_copies_of_its_scheduler_is_stepped_by_its_pr
     pytester.makepyfile(test_copied=COPIED_SCHEDULERS)
     args = ("-k", "nosync and (syncs or alloc_growth)", "-p", "no:cacheprovider", "--nosync-report=r.json")
     result = pytester.runpytest("-m", "gpu", "--nosync", *args)
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     out = result.stdout.str()
-    assert "nosync: 2 of 2 pipeline classes checked" in out, out
+    assert "nosync: 3 of 3 pipeline classes checked" in out, out
     assert "FAILED test_copied.py::MaskReadingFastTests::nosync[syncs]" in out
     line = loop_pipeline.line_of("reads the row's mask", loop_pipeline.CopiedSchedulersPipeline)
     result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×2, step 1 ×2*"])
     tests = json.loads((pytester.path / "r.json").read_text())["tests"]
     assert {(t["test_id"].split("::")[1], t["check"]): t["steps"] for t in tests if t["check"] == "syncs"} == {
         ("CopiedSchedulersFastTests", "syncs"): 2, ("MaskReadingFastTests", "syncs"): 2,
+        ("IteratedBarFastTests", "syncs"): 2,
     }  # fmt: skip
 
 

@@ -104,24 +104,32 @@ class CopiedSchedulersPipeline(LoopPipeline):
         latents: torch.Tensor,
         num_inference_steps: int = 3,
         read_mask: bool = False,
+        iterate: bool = False,
         callback_on_step_end: Any = None,
     ) -> torch.Tensor:
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
         timesteps = self.scheduler.timesteps
-        schedulers = [copy.deepcopy(self.scheduler) for _ in range(latents.shape[0])]
-        update = torch.ones(latents.shape[0], dtype=torch.bool, device=latents.device)
-        with self.progress_bar(total=len(timesteps)) as bar:
-            for i, t in enumerate(timesteps):
-                noise = self.transformer(latents)
-                stepped = latents.clone()
-                for row, scheduler in enumerate(schedulers):
-                    if not read_mask or update[row].item():  # twin: reads the row's mask
-                        stepped[row] = scheduler.step(noise[row], t, latents[row])
-                latents = stepped
-                if callback_on_step_end is not None:
-                    callback_on_step_end(self, i, t, {})
-                bar.update()
+        self._schedulers = [copy.deepcopy(self.scheduler) for _ in range(latents.shape[0])]
+        self._update = torch.ones(latents.shape[0], dtype=torch.bool, device=latents.device)
+        if iterate:
+            for i, t in enumerate(self.progress_bar(timesteps)):
+                latents = self._forcing_step(latents, i, t, read_mask, callback_on_step_end)
+        else:
+            with self.progress_bar(total=len(timesteps)) as bar:
+                for i, t in enumerate(timesteps):
+                    latents = self._forcing_step(latents, i, t, read_mask, callback_on_step_end)
+                    bar.update()
         return latents * 2
+
+    def _forcing_step(self, latents: torch.Tensor, i: int, t: torch.Tensor, read_mask: bool, callback: Any) -> Any:
+        noise = self.transformer(latents)
+        stepped = latents.clone()
+        for row, scheduler in enumerate(self._schedulers):
+            if not read_mask or self._update[row].item():  # twin: reads the row's mask
+                stepped[row] = scheduler.step(noise[row], t, latents[row])
+        if callback is not None:
+            callback(self, i, t, {})
+        return stepped
 
 
 class TwoExpertsPipeline(LoopPipeline):
