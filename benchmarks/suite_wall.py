@@ -45,6 +45,20 @@ def run_once(extra: list[str], contributor: bool = False) -> dict[str, Any]:
             "per_target_s": doc.get("seconds_per_target", {})}  # fmt: skip
 
 
+def python_loop_seconds(iterations: int = 10_000_000) -> float:
+    """Seconds of a plain Python loop (the best of 3): the machine's speed at what the suite mostly does. Machines of
+    one 2-core kind differ: one that took 1.75 s here ran the contributor command in 55-63 s, where an earlier one of
+    the same kind had taken 21 s with the same code, so a wall time is read beside this figure."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(iterations):
+            total += i
+        best = min(best, time.perf_counter() - start)
+    return round(best, 2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -68,6 +82,7 @@ def main() -> None:
         "command": " ".join(["pytest -m gpu --nosync", *(["--nosync-suite"] if args.contributor else []), *args.extra]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
         + (torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU (CPU emulation)"),
+        "python_loop_s": python_loop_seconds(),
         "versions": {
             "python": platform.python_version(),
             "torch": torch.__version__,
