@@ -129,8 +129,23 @@ def prune(directory: str | Path, since: float, keep: int = KEEP_TRACES, keep_byt
 def load_raw(path: str) -> dict[str, Any]:
     opener = gzip_module.open if path.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as fh:
-        doc = json.load(fh)
+        text = fh.read()
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError:
+        doc = json.loads(escape_event_names(text))  # still invalid: the caller's error, as before
     return doc if isinstance(doc, dict) else {"traceEvents": doc}
+
+
+# torch's chrome-trace export writes event names unescaped: now and then its profiler records a Python frame named `"""`
+# (`torch/profiler/_cupti_monitor.py(0): """`, torch 2.13), and the file is not JSON. Each name is a line of its own.
+_NAME_LINE = re.compile(r'^(\s*"name": ")(.*)(",?)$', re.M)
+_BARE_QUOTE = re.compile(r'(?<!\\)"')
+
+
+def escape_event_names(text: str) -> str:
+    """torch's exported trace text with the quotes inside event names escaped."""
+    return _NAME_LINE.sub(lambda m: m.group(1) + _BARE_QUOTE.sub(r'\\"', m.group(2)) + m.group(3), text)
 
 
 def for_perfetto(doc: dict[str, Any]) -> dict[str, Any]:
