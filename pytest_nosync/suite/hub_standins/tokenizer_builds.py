@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from .words import ASCII_CHARACTERS, COMMON_WORDS
+from .words import ASCII_CHARACTERS, COMMON_WORDS, TEMPLATE_PUNCTUATION, TEMPLATE_WORDS
 
 SPIECE_SPACE = "▁"
 
@@ -194,9 +194,14 @@ def byte_level_bpe(
         vocab[ch] = len(vocab)
     merges: list[tuple[str, str]] = []
     space = _UNICODE_OF_BYTE[ord(" ")]
-    for word in COMMON_WORDS:
-        _add_merged_word(vocab, merges, [space, *word], limit=limit)
-        _add_merged_word(vocab, merges, list(word), limit=limit)
+    if style == "qwen2":
+        for left, right in _trained_merges((*COMMON_WORDS, *TEMPLATE_WORDS), TEMPLATE_PUNCTUATION):
+            vocab.setdefault(left + right, len(vocab))
+            merges.append((left, right))
+    else:
+        for word in COMMON_WORDS:
+            _add_merged_word(vocab, merges, [space, *word], limit=limit)
+            _add_merged_word(vocab, merges, list(word), limit=limit)
     ordered = sorted(special_ids.items(), key=lambda item: item[1])
     if ordered:
         first = ordered[0][1]
@@ -223,6 +228,20 @@ def byte_level_bpe(
     else:
         raise ValueError(f"unknown byte-level style {style!r}")
     return tok
+
+
+def _trained_merges(words: Sequence[str], pieces: Sequence[str]) -> list[tuple[str, str]]:
+    """Byte-level merges that make each word (with and without a leading space) and each piece one token, as the
+    real Qwen2 vocabulary does for them. Trained, not chained word by word: a chain of one word's merges would cut
+    another word at a shared pair first ("system" into sy|st|e|m), and transformers rebuilds Qwen2's model from the
+    vocabulary and merges alone."""
+    trainer = trainers.BpeTrainer(
+        vocab_size=1_000_000, min_frequency=0, initial_alphabet=_byte_alphabet(), show_progress=False
+    )
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.train_from_iterator([p for word in words for p in (" " + word, word)] + list(pieces), trainer)
+    return [tuple(merge) for merge in json.loads(tok.to_str())["model"]["merges"]]
 
 
 def bert_wordpiece() -> Tokenizer:
