@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from ..patching import Patches
 from .targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
@@ -342,15 +343,13 @@ class _SchedulerSteps:
     def __init__(self, pipe: Any) -> None:
         self.count = 0
         self._scheduler = getattr(pipe, "scheduler", None)
-        self._restore: Callable[[], None] | None = None
+        self._patches = Patches()
 
     def __enter__(self) -> _SchedulerSteps:
         scheduler = self._scheduler
-        cls = type(scheduler)
-        original = getattr(cls, "step", None)
+        original = getattr(type(scheduler), "step", None)
         if scheduler is None or original is None:
             return self
-        had = "step" in vars(cls)
 
         @functools.wraps(original)
         def step(this: Any, *args: Any, **kwargs: Any) -> Any:
@@ -358,20 +357,11 @@ class _SchedulerSteps:
                 self.count += 1
             return original(this, *args, **kwargs)
 
-        cls.step = step
-
-        def restore() -> None:
-            if had:
-                cls.step = original
-            else:
-                del cls.step
-
-        self._restore = restore
+        self._patches.setattr(type(scheduler), "step", step)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._restore is not None:
-            self._restore()
+        self._patches.undo()
 
 
 class _ProgressUpdates:
@@ -381,34 +371,24 @@ class _ProgressUpdates:
     def __init__(self, pipe: Any) -> None:
         self.count = 0
         self._pipe = pipe
-        self._restore: Callable[[], None] | None = None
+        self._patches = Patches()
 
     def __enter__(self) -> _ProgressUpdates:
-        pipe, cls = self._pipe, type(self._pipe)
-        original = getattr(cls, "progress_bar", None)
+        pipe = self._pipe
+        original = getattr(type(pipe), "progress_bar", None)
         if original is None:
             return self
-        had = "progress_bar" in vars(cls)
 
         @functools.wraps(original)
         def progress_bar(this: Any, *args: Any, **kwargs: Any) -> Any:
             bar = original(this, *args, **kwargs)
             return _CountingBar(bar, self) if this is pipe else bar
 
-        cls.progress_bar = progress_bar
-
-        def restore() -> None:
-            if had:
-                cls.progress_bar = original
-            else:
-                del cls.progress_bar
-
-        self._restore = restore
+        self._patches.setattr(type(pipe), "progress_bar", progress_bar)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._restore is not None:
-            self._restore()
+        self._patches.undo()
 
 
 class _CountingBar:
