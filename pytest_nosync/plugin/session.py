@@ -183,6 +183,12 @@ class NosyncSession:
         if self.baseline is not None:
             node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(self.baseline.path)
 
+    @pytest.hookimpl(optionalhook=True, tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") != "loadgroup":
+            return None  # xdist's own
+        return xdist.make_scheduler(config, log, [t.name for t in self.suite.selected()])
+
     # ---- the run -------------------------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         env = run_report.environment(self.settings.backend)

@@ -9,6 +9,7 @@ Results travel back as report properties, so the controller writes one merged re
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from enum import Enum
 from typing import Any
 
@@ -141,3 +142,38 @@ def check_worker_count(config: pytest.Config, share: bool) -> None:
             f"-n {wanted} asks for more workers than the {len(gpus)} visible GPU(s): "
             "use -n auto (one worker per GPU), or --nosync-share-gpus to share GPUs on purpose"
         )
+
+
+CHECK_ITEM = "::nosync["  # a tester class's check: `<module>::<Class>::nosync[<check>]` (plugin.census)
+
+
+def group_of(nodeid: str, targets: Collection[str]) -> str:
+    """The work unit `--dist loadgroup` should make of a test: its `@<group>` where xdist could add one; else, for the
+    tests this plugin groups, the group read from the id itself (a tester class's checks share their class, a built-in
+    target's tests their target, a part of the parameter id); any other test is a unit of its own.
+
+    Why not xdist's suffix alone: xdist passes the group to its scheduler by rewriting the worker's node ids, which
+    pytest 9.2's structured ids ignore; every test then became its own unit, and a tester's four checks built and
+    calibrated its pipeline on up to four workers (pytest-dev/pytest-xdist#1386)."""
+    head, at, group = nodeid.rpartition("@")
+    if at and head and nodeid.rfind("@") > nodeid.rfind("]"):
+        return group
+    if CHECK_ITEM in nodeid and nodeid.endswith("]"):
+        return nodeid[: nodeid.rindex(CHECK_ITEM)]
+    if nodeid.endswith("]") and "[" in nodeid:
+        params = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
+        target = next((p for p in params if p in targets), None)
+        if target is not None:
+            return target
+    return nodeid
+
+
+def make_scheduler(config: pytest.Config, log: Any, targets: Collection[str]) -> Any:
+    """xdist's loadgroup scheduler, its units given by `group_of`."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Groups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid, targets)
+
+    return Groups(config, log)

@@ -166,9 +166,25 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.twins, in the workers
     pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
     result = pytester.runpytest_subprocess(
-        "-m", "gpu", "--nosync", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider", "--nosync-report=r.json"
+        "-m",
+        "gpu",
+        "--nosync",
+        "-n",
+        "2",
+        "--dist",
+        "loadgroup",
+        "-p",
+        "no:cacheprovider",
+        "--nosync-report=r.json",
+        "-v",
     )
     result.assert_outcomes(passed=7, failed=1)
+    workers: dict[str, set[str]] = {}  # class → the workers its checks ran on: one each, its pipeline built once
+    for line in result.outlines:
+        if line.startswith("[gw") and "::nosync[" in line:
+            workers.setdefault(line.split("::")[-2], set()).add(line.split("]")[0])
+    assert sorted(workers) == ["NetPipelineFastTests", "TestLoop"], workers
+    assert all(len(w) == 1 for w in workers.values()), workers
     # what the workers collected is said once by the controller, which collects nothing itself
     result.stdout.fnmatch_lines(
         ["nosync: 2 pipeline tester class(es), 8 check(s)", "nosync: 2 of 2 pipeline classes checked"]

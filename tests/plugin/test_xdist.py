@@ -168,6 +168,23 @@ def test_target_groups_are_scheduled_longest_first(pytester: pytest.Pytester) ->
     assert [i.name for i in longest_first(items, {})] == [i.name for i in items]  # no costs yet: as collected
 
 
+@pytest.mark.parametrize(
+    ("nodeid", "group"),
+    [
+        ("t.py::C::nosync[syncs]@t.py::C", "t.py::C"),  # where xdist could add its suffix (pytest < 9.2)
+        ("t.py::C::nosync[syncs]", "t.py::C"),  # where it could not: a tester's checks share their class
+        ("suite/test_targets.py::test_syncs[wan]", "wan"),  # a built-in target's tests share the target
+        ("suite/test_regressions.py::test_cache[flux-first_block_cache]", "flux"),
+        ("t.py::test_x[first_block_cache]", "t.py::test_x[first_block_cache]"),  # anything else: its own unit
+        ("t.py::test_at[a@b]", "t.py::test_at[a@b]"),  # an "@" of the test's own parameter is no group
+    ],
+)
+def test_loadgroup_units_do_not_depend_on_xdist_rewriting_node_ids(nodeid: str, group: str) -> None:
+    from pytest_nosync.plugin.xdist import group_of
+
+    assert group_of(nodeid, ["flux", "wan"]) == group
+
+
 def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(MANY_REPORTS)
