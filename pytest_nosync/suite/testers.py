@@ -121,6 +121,10 @@ class Tester:
             self._instance = _instantiate(self.cls)
         return self._instance
 
+    def release(self) -> None:
+        """Drop the test instance (a later use makes a new one, as the test runner would)."""
+        self._instance = None
+
     def components(self) -> dict[str, Any]:
         """A fresh instance's dummy components, seeded as the test seeds them."""
         try:

@@ -4,6 +4,7 @@ checks run real steps and find a planted sync at its line, and that what cannot 
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -415,6 +416,59 @@ def test_two_experts_that_share_the_steps_are_the_denoiser_together(pytester: py
     tests = json.loads((pytester.path / "r.json").read_text())["tests"]
     assert {t["metrics"]["denoiser"] for t in tests} == {"transformer,transformer_2"}
     assert [(t["steps"], t["not_checked"]) for t in tests] == [(2, [])] * 2
+
+
+ONE_AT_A_TIME = """
+import gc
+import json
+import unittest
+import weakref
+from pathlib import Path
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+FIRST = []  # the first class's denoiser, weakly
+
+
+class FirstFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        denoiser = Denoiser()
+        FIRST.append(weakref.ref(denoiser))
+        return {"transformer": denoiser, "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class SecondFastTests(FirstFastTests):
+    def setUp(self):  # what diffusers' PipelineTesterMixin.setUp does before each test
+        torch.compiler.reset()
+        gc.collect()
+        seen = {"first_held": FIRST[0]() is not None, "frozen": gc.get_freeze_count()}
+        Path(__file__).with_name("seen.json").write_text(json.dumps(seen))
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+"""
+
+
+def test_a_census_holds_one_testers_pipeline_at_a_time_and_collects_only_what_checks_made(
+    pytester: pytest.Pytester,
+) -> None:
+    """diffusers' testers collect garbage in every setUp: a census that kept every pipeline it built, and had the
+    collector scan all that imports made, spent a fifth of its time there. A class's pipeline goes after its last
+    check; what collection left is frozen for the run (gc.freeze) and unfrozen at its end."""
+    pytester.makepyfile(test_one_at_a_time=ONE_AT_A_TIME)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    seen = json.loads((pytester.path / "seen.json").read_text())
+    assert seen["first_held"] is False  # the first class's pipeline was released before the second was built
+    assert seen["frozen"] > 0
+    assert gc.get_freeze_count() == 0  # the run (in this process) unfroze what it froze
 
 
 LIBRARY = """
