@@ -155,9 +155,9 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
     Why not xdist's suffix alone: xdist passes the group to its scheduler by rewriting the worker's node ids, which
     pytest 9.2's structured ids ignore; every test then became its own unit, and a tester's four checks built and
     calibrated its pipeline on up to four workers (pytest-dev/pytest-xdist#1386)."""
-    head, at, group = nodeid.rpartition("@")
-    if at and head and nodeid.rfind("@") > nodeid.rfind("]"):
-        return group
+    plain = plain_nodeid(nodeid)
+    if plain != nodeid:
+        return nodeid[len(plain) + 1 :]
     if CHECK_ITEM in nodeid and nodeid.endswith("]"):
         return nodeid[: nodeid.rindex(CHECK_ITEM)]
     if nodeid.endswith("]") and "[" in nodeid:
