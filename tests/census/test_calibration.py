@@ -1,0 +1,114 @@
+"""A tester's calibrating calls (suite.testers.Tester.calibrate) on real diffusers pipelines of the twins: what they
+cost in steps, and that the step counts they give the checks run the steps the checks ask for."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from pytest_nosync.suite import testers
+from pytest_nosync.suite.targets.base import CallContext
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler, TwoExpertsPipeline
+
+CPU = CallContext(device=torch.device("cpu"), dtype=torch.float32, steps=2)
+
+
+class TwoExpertsTests:  # no `strength`: its steps follow num_inference_steps one for one
+    pipeline_class = TwoExpertsPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "transformer_2": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class ShareOfStepsTests:  # img2img's `strength`: floor(n × 0.3) of n steps
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 4, "strength": 0.3}
+
+
+class PlmsPipeline(LoopPipeline):
+    """PNDM's PLMS: n + 1 steps for n >= 2, one for n = 1; no `strength`."""
+
+    def __call__(self, latents: torch.Tensor, num_inference_steps: int = 3) -> torch.Tensor:  # type: ignore[override]
+        return super().__call__(latents, num_inference_steps, plms=True)
+
+
+class PlmsTests(ShareOfStepsTests):
+    pipeline_class = PlmsPipeline
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+def _calibrated(tester_class: type) -> tuple[testers.Tester, object, list[int]]:
+    """The tester, its pipeline after calibration, and the steps each calibrating call ran."""
+    tester = testers.Tester(tester_class)
+    pipe = tester_class.pipeline_class(**tester.components())
+    pipe.set_progress_bar_config(disable=True)
+    calls: list[int] = []
+    original = type(pipe).__call__
+
+    @functools.wraps(original)  # the tester reads the call's parameters
+    def counting(self, *args, **kwargs):
+        steps = Scheduler.step
+        ran = [0]
+
+        def step(this, *a, **k):
+            ran[0] += 1
+            return steps(this, *a, **k)
+
+        with pytest.MonkeyPatch.context() as patches:
+            patches.setattr(Scheduler, "step", step)
+            out = original(self, *args, **kwargs)
+        calls.append(ran[0])
+        return out
+
+    with pytest.MonkeyPatch.context() as patches:
+        patches.setattr(type(pipe), "__call__", counting)
+        tester.calibrate(pipe, CPU)
+    return tester, pipe, calls
+
+
+def _steps_run(pipe: object, tester: testers.Tester, steps: int) -> int:
+    ran = [0]
+    original = Scheduler.step
+
+    def step(this, *a, **k):
+        ran[0] += 1
+        return original(this, *a, **k)
+
+    with pytest.MonkeyPatch.context() as patches:
+        patches.setattr(Scheduler, "step", step)
+        pipe(**tester.call_kwargs(pipe, CallContext(CPU.device, CPU.dtype, steps=steps)))
+    return ran[0]
+
+
+def test_steps_that_follow_the_count_one_for_one_are_measured_with_one_more_step() -> None:
+    tester, pipe, calls = _calibrated(TwoExpertsTests)
+    assert calls == [2, 3]  # the test's own count, then one more: not 2 × 2 + 8
+    assert [_steps_run(pipe, tester, steps) for steps in (2, 4, 6)] == [2, 4, 6]
+
+
+def test_a_share_of_the_steps_is_measured_far_enough_that_its_floor_cannot_hide_the_slope() -> None:
+    tester, pipe, calls = _calibrated(ShareOfStepsTests)
+    assert calls == [1, 4]  # floor(4 × 0.3), floor(16 × 0.3): one more step (floor(5 × 0.3) = 1) would see no slope
+    for steps in (2, 3, 6):
+        assert _steps_run(pipe, tester, steps) >= steps
+
+
+@pytest.mark.parametrize("steps", [2, 3, 5])
+def test_an_offset_is_measured_with_one_more_step_and_the_check_gets_its_steps(steps: int) -> None:
+    tester, pipe, calls = _calibrated(PlmsTests)
+    assert calls == [3, 4]
+    assert _steps_run(pipe, tester, steps) >= steps
