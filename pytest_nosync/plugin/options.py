@@ -276,6 +276,9 @@ TABLE: tuple[Option, ...] = (
            "in this process, e.g. to see what a conftest patched)", workers),
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False),
+    Option("mps", "workers sharing a GPU run as clients of NVIDIA's MPS (auto: a running control daemon's, else one "
+           "started for the run and quit at its end; off: they time-share the GPU, several times slower)",
+           choice("auto", "off")),
 )  # fmt: skip
 ROWS = {o.name: o for o in TABLE}
 GUARD_ROWS = tuple(o for o in TABLE if o.guard)
@@ -305,6 +308,7 @@ class Settings:
     metrics_rounds: int | None = None  # None: the backend's default (step_cost.default_rounds)
     graph_workers: int | None = None  # None: auto (plugin.graph_helpers.pool.auto_count)
     share_gpus: bool = False
+    mps: str = "auto"
     changed: str | None = None  # None: every check; "": changes since the merge base with main; else since this REF
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)

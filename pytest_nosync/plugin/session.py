@@ -82,6 +82,10 @@ class NosyncSession:
             xdist.check_worker_count(config, settings.share_gpus)
         session = cls(config, settings, role, known)
         config.pluginmanager.register(session, "nosync-session")
+        if role is xdist.Role.CONTROLLER:
+            from .gpu_sharing import GpuSharing
+
+            config.pluginmanager.register(GpuSharing(settings.mps, settings.share_gpus), "nosync-gpu-sharing")
         from . import graph_helpers
         from .census import Census
 

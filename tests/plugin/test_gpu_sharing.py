@@ -1,0 +1,128 @@
+"""Workers sharing GPUs through MPS (plugin.gpu_sharing): when the run starts a control daemon, which one its workers
+join, that it is quit and the environment restored at the end, and that the header says how the GPUs are shared.
+
+A stand-in `nvidia-cuda-mps-control` on the PATH records how it was called: orchestration only. What MPS does for a
+census is measured on the GPU (docs/validation.md, section 16)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_nosync.plugin import gpu_sharing
+
+pytest.importorskip("xdist")
+
+FAKE_CONTROL = """#!/bin/sh
+# a stand-in for nvidia-cuda-mps-control: `-d` makes the control pipe a daemon would; a command comes on stdin
+if [ "$1" = "-d" ]; then
+  [ -n "$FAKE_MPS_FAIL" ] && { echo "$FAKE_MPS_FAIL" >&2; exit 1; }
+  touch "$CUDA_MPS_PIPE_DIRECTORY/control"
+  echo "start $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY" >> "$FAKE_MPS_LOG"
+else
+  echo "$(cat) $CUDA_MPS_PIPE_DIRECTORY" >> "$FAKE_MPS_LOG"
+fi
+"""
+
+WORKERS_SAY = """
+import os, pytest
+
+@pytest.mark.parametrize("i", range(6))
+def test_where_am_i(i, tmp_path_factory):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    root = tmp_path_factory.getbasetemp().parent.parent
+    (root / f"{worker}.mps").write_text(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "-"))
+"""
+
+
+@pytest.fixture
+def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The stand-in daemon first on the PATH, two visible GPUs; returns its log."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / gpu_sharing.CONTROL
+    script.write_text(FAKE_CONTROL)
+    script.chmod(0o755)
+    log = tmp_path / "mps.log"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_MPS_LOG", str(log))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    monkeypatch.delenv(gpu_sharing.PIPE_VAR, raising=False)
+    monkeypatch.delenv(gpu_sharing.LOG_VAR, raising=False)
+    monkeypatch.setattr(gpu_sharing, "DEFAULT_PIPE_DIRECTORY", tmp_path / "no-default-daemon")
+    return log
+
+
+def _seen(pytester: pytest.Pytester) -> dict[str, str]:
+    return {f.stem: f.read_text() for f in pytester.path.rglob("gw*.mps")}
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(WORKERS_SAY)
+    return pytester.runpytest_subprocess("--nosync", "--nosync-share-gpus", "-p", "no:cacheprovider", *args)
+
+
+def test_workers_sharing_gpus_join_a_daemon_started_for_the_run_and_quit_at_its_end(
+    pytester: pytest.Pytester, control: Path
+) -> None:
+    result = _run(pytester, "-n", "3")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["nosync: 3 workers share 2 GPU(s) through an MPS control daemon started for this*"])
+    started, quit_ = control.read_text().splitlines()
+    pipe = started.split()[1]
+    assert set(_seen(pytester).values()) == {pipe}  # every worker a client of the run's daemon, none of another
+    assert quit_ == f"quit {pipe}"
+    assert not Path(pipe).exists()  # its directory went with it
+
+
+def test_a_running_daemon_is_joined_and_left_running(
+    pytester: pytest.Pytester, control: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running = tmp_path / "users-daemon"
+    running.mkdir()
+    (running / "control").touch()
+    monkeypatch.setenv(gpu_sharing.PIPE_VAR, str(running))
+    result = _run(pytester, "-n", "3")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        [f"nosync: 3 workers share 2 GPU(s) through the running MPS control daemon ({running})*"]
+    )
+    assert not control.exists()  # neither started nor quit
+    assert set(_seen(pytester).values()) == {str(running)}
+
+
+@pytest.mark.parametrize(
+    ("args", "fail", "said"),
+    [
+        (("--nosync-mps=off",), "", "without MPS (--nosync-mps=off)"),
+        ((), "MPS is not supported in this container", "without MPS (nvidia-cuda-mps-control -d failed: MPS is not*"),
+    ],
+)
+def test_without_mps_the_workers_time_share_and_the_header_says_so(
+    pytester: pytest.Pytester, control: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], fail: str,
+    said: str,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("FAKE_MPS_FAIL", fail)
+    result = _run(pytester, "-n", "3", *args)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines([f"nosync: 3 workers share 2 GPU(s) {said}*several times slower*"])
+    assert not control.exists()
+    assert set(_seen(pytester).values()) == {"-"}
+
+
+def test_a_worker_per_gpu_shares_nothing(pytester: pytest.Pytester, control: Path) -> None:
+    result = _run(pytester, "-n", "2")
+    result.assert_outcomes(passed=6)
+    assert "GPU(s)" not in result.stdout.str() and not control.exists()
+
+
+def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(gpu_sharing.LOG_VAR, "/users/own/log")
+    sharing = gpu_sharing.share(workers=4, gpus=1, mode="auto")
+    assert sharing is not None and sharing.started is not None
+    assert os.environ[gpu_sharing.PIPE_VAR].startswith(str(sharing.started))
+    sharing.stop()
+    assert gpu_sharing.PIPE_VAR not in os.environ and os.environ[gpu_sharing.LOG_VAR] == "/users/own/log"
+    assert control.read_text().splitlines()[-1].startswith("quit ")
