@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,6 +122,11 @@ class GpuSharing:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         return [self.sharing.line] if self.sharing is not None else []
+
+    @pytest.hookimpl(trylast=True)  # in the nosync section; said again there, as -q leaves the header out
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.sharing is not None:
+            terminalreporter.write_line(self.sharing.line)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.sharing is not None:

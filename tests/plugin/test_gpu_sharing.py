@@ -39,7 +39,7 @@ def test_where_am_i(i, tmp_path_factory):
 
 @pytest.fixture
 def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The stand-in daemon first on the PATH, two visible GPUs; returns its log."""
+    """The stand-in daemon first on the PATH, one visible GPU; returns its log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     script = bin_dir / gpu_sharing.CONTROL
@@ -48,7 +48,7 @@ def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "mps.log"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_MPS_LOG", str(log))
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     monkeypatch.delenv(gpu_sharing.PIPE_VAR, raising=False)
     monkeypatch.delenv(gpu_sharing.LOG_VAR, raising=False)
     monkeypatch.setattr(gpu_sharing, "DEFAULT_PIPE_DIRECTORY", tmp_path / "no-default-daemon")
@@ -61,15 +61,19 @@ def _seen(pytester: pytest.Pytester) -> dict[str, str]:
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(WORKERS_SAY)
-    return pytester.runpytest_subprocess("--nosync", "--nosync-share-gpus", "-p", "no:cacheprovider", *args)
+    result = pytester.runpytest_subprocess("--nosync", "--nosync-share-gpus", "-p", "no:cacheprovider", *args)
+    header, _, summary = result.stdout.str().partition("= nosync =")
+    shared = [line for line in header.splitlines() if "GPU(s)" in line]
+    assert shared == [line for line in summary.splitlines() if "GPU(s)" in line]  # said again where -q shows it
+    return result
 
 
 def test_workers_sharing_gpus_join_a_daemon_started_for_the_run_and_quit_at_its_end(
     pytester: pytest.Pytester, control: Path
 ) -> None:
-    result = _run(pytester, "-n", "3")
+    result = _run(pytester, "-n", "2")
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines(["nosync: 3 workers share 2 GPU(s) through an MPS control daemon started for this*"])
+    result.stdout.fnmatch_lines(["nosync: 2 workers share 1 GPU(s) through an MPS control daemon started for this*"])
     started, quit_ = control.read_text().splitlines()
     pipe = started.split()[1]
     assert set(_seen(pytester).values()) == {pipe}  # every worker a client of the run's daemon, none of another
@@ -84,10 +88,10 @@ def test_a_running_daemon_is_joined_and_left_running(
     running.mkdir()
     (running / "control").touch()
     monkeypatch.setenv(gpu_sharing.PIPE_VAR, str(running))
-    result = _run(pytester, "-n", "3")
+    result = _run(pytester, "-n", "2")
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(
-        [f"nosync: 3 workers share 2 GPU(s) through the running MPS control daemon ({running})*"]
+        [f"nosync: 2 workers share 1 GPU(s) through the running MPS control daemon ({running})*"]
     )
     assert not control.exists()  # neither started nor quit
     assert set(_seen(pytester).values()) == {str(running)}
@@ -105,15 +109,15 @@ def test_without_mps_the_workers_time_share_and_the_header_says_so(
     said: str,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("FAKE_MPS_FAIL", fail)
-    result = _run(pytester, "-n", "3", *args)
+    result = _run(pytester, "-n", "2", *args)
     result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines([f"nosync: 3 workers share 2 GPU(s) {said}*several times slower*"])
+    result.stdout.fnmatch_lines([f"nosync: 2 workers share 1 GPU(s) {said}*several times slower*"])
     assert not control.exists()
     assert set(_seen(pytester).values()) == {"-"}
 
 
 def test_a_worker_per_gpu_shares_nothing(pytester: pytest.Pytester, control: Path) -> None:
-    result = _run(pytester, "-n", "2")
+    result = _run(pytester, "-n", "1")
     result.assert_outcomes(passed=6)
     assert "GPU(s)" not in result.stdout.str() and not control.exists()
 
