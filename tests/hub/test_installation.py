@@ -148,7 +148,7 @@ def test_an_interrupted_build_leaves_nothing_taken_for_complete(
     monkeypatch.setitem(STANDINS, standin.repo_id, standin)
     with pytest.raises(RuntimeError, match="interrupted"):
         materialize(standin.repo_id, tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [built_repos.LOCKS]  # no repository, half-built or not
 
 
 def test_a_standin_whose_build_lacks_a_module_is_left_out(

@@ -24,6 +24,7 @@ flag keeps that copy: the known importers are imported up front for this reason.
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -149,6 +150,11 @@ def install(
             installation.unavailable[repo_id] = lacking
             missing.remove(repo_id)
     root = Path(root) if root is not None else default_root()
+    # Processes starting together (xdist's workers) each begin at another repository: each builds some while the
+    # others build the rest, rather than all waiting for the first one's builder.
+    start = os.getpid() % len(missing) if missing else 0
+    for repo_id in missing[start:] + missing[:start]:
+        materialize(repo_id, root)
     built = {repo_id: materialize(repo_id, root) for repo_id in missing}
     copies = {name: _imported(name) for name in {*_COPIES_OF_CACHE_PATH, *_COPIES_OF_OFFLINE_FLAG}}
     overlay = _build_overlay(real_cache, built)
