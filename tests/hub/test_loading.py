@@ -306,6 +306,20 @@ def _check_glm4(loaded: dict) -> None:
     assert tokenizer.pad_token_id == 151329 and tokenizer.convert_tokens_to_ids("<|user|>") == 151336
 
 
+def _glm_image(repo: str) -> dict:
+    from transformers import AutoTokenizer, GlmImageProcessor
+
+    return {
+        "processor": GlmImageProcessor.from_pretrained(repo, subfolder="processor"),
+        "tokenizer": AutoTokenizer.from_pretrained(repo, subfolder="processor"),
+    }
+
+
+def _check_glm_image(loaded: dict) -> None:
+    processor = loaded["processor"]  # what the pipeline relies on is checked in test_glm_image_processor
+    assert processor.image_token_id == 167855 and loaded["tokenizer"].bos_token_id == 16384
+
+
 def _chatglm3(repo: str) -> dict:
     from diffusers.pipelines.kolors import ChatGLMModel, ChatGLMTokenizer
 
@@ -335,6 +349,7 @@ EXPECTATIONS: dict[str, Expectation] = {
     ),
     "hf-internal-testing/tiny-cosmos3-modular-pipe": Expectation(_cosmos3, 151657, _check_qwen),
     "THUDM/glm-4-9b-chat": Expectation(_glm4, 151552, _check_glm4),
+    "zai-org/GLM-Image": Expectation(_glm_image, 168064, _check_glm_image),
     "hf-internal-testing/tiny-random-umt5": Expectation(_umt5, 1000, _check_umt5),
     "hf-internal-testing/tiny-random-clip": Expectation(_clip, 1000, _check_clip),
     "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration": Expectation(_qwen2_vl, 151936, _check_qwen),

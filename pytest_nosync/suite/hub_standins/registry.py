@@ -50,6 +50,14 @@ _ALL = (
         version=2,
     ),
     StandIn("THUDM/glm-4-9b-chat", text.build_glm4_tokenizer, "GLM-4 tokenizer (real special ids) only", version=2),
+    StandIn(
+        "zai-org/GLM-Image",
+        vl.build_glm_image_processor,
+        "processor/ only: GlmImageProcessor of the GLM-4 tokenizer stand-in with GLM-Image's vision tokens in front "
+        "(real special ids: <|dit_token_16384|> bos 16384, <sop> 167845, <|image|> 167855), a chat template written "
+        "here, and an image processor for the tests' 8-pixel-patch vision tower (not the real one's); no models",
+        requires=("transformers.models.glm_image",),
+    ),
     StandIn("hf-internal-testing/tiny-random-umt5", text.build_umt5, "UMT5 encoder (d_model 32), T5 tokenizer"),
     StandIn("hf-internal-testing/tiny-random-roberta", text.build_roberta_tokenizer, "RoBERTa tokenizer (<1000 ids)"),
     StandIn("hf-internal-testing/llama-tokenizer", text.build_llama_tokenizer, "Llama tokenizer"),

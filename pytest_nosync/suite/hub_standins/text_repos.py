@@ -9,7 +9,10 @@ Sizes follow what diffusers' dummy components build around them: the T5 and UMT5
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from tokenizers import AddedToken
 
 from .seeded import save_seeded_model
 from .tokenizer_builds import (
@@ -420,20 +423,44 @@ GLM4_SPECIAL_IDS = {
 }
 
 
+GLM4_NAMED_TOKENS = {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"}
+
+
+def save_glm4_tokenizer(
+    directory: Path,
+    *,
+    special_ids: Mapping[str, int] = GLM4_SPECIAL_IDS,
+    leading_tokens: Sequence[str] = (),
+    named_tokens: Mapping[str, str] = GLM4_NAMED_TOKENS,
+    extra_config: Mapping[str, object] | None = None,
+) -> None:
+    """GLM-4's byte-level BPE as a plain fast tokenizer, with `special_ids` at their real ids.
+
+    `leading_tokens` take the ids below the text vocabulary (GLM-Image puts its vision tokens there and shifts the
+    text ids up); those of them that `named_tokens` names become special added tokens, so text spelling them (as
+    GLM-Image's processor appends its bos token) encodes to their ids.
+    """
+    tok = byte_level_bpe(special_ids, style="qwen2", specials_first=leading_tokens)
+    named_leading = set(named_tokens.values()).intersection(leading_tokens)
+    tok.add_special_tokens([AddedToken(token, special=True, normalized=False) for token in sorted(named_leading)])
+    save_tokenizer(
+        tok,
+        directory,
+        tokenizer_class="PreTrainedTokenizerFast",
+        special_tokens=named_tokens,
+        model_max_length=128000,
+        additional_special_tokens=[t for t in special_ids if t != "<|endoftext|>"],
+        extra_config=extra_config,
+    )
+
+
 def build_glm4_tokenizer(directory: Path) -> None:
     """GLM-4's byte-level BPE with its special tokens at their real ids (151329…), under GlmConfig's 151552 ids.
 
     The real repository loads its tokenizer from remote code; this one is a plain fast tokenizer, which
     `AutoTokenizer.from_pretrained(..., trust_remote_code=True)` loads as well.
     """
-    save_tokenizer(
-        byte_level_bpe(GLM4_SPECIAL_IDS, style="qwen2"),
-        directory,
-        tokenizer_class="PreTrainedTokenizerFast",
-        special_tokens={"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"},
-        model_max_length=128000,
-        additional_special_tokens=[t for t in GLM4_SPECIAL_IDS if t != "<|endoftext|>"],
-    )
+    save_glm4_tokenizer(directory)
     save_tokenizer_model_config(directory, "glm", vocab_size=151552)
 
 

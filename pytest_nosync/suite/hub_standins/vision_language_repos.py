@@ -1,11 +1,13 @@
-"""Stand-ins for vision-language repositories: Qwen2-VL, Qwen3-VL and Gemma 3.
+"""Stand-ins for vision-language repositories: Qwen2-VL, Qwen3-VL, Gemma 3 and GLM-Image's processor.
 
 The dummy Qwen text encoders of the tests are built with the real special-token ids (`<|image_pad|>` 151655,
 `<|vision_start|>` 151652…) and 151936 or 152064 ids, and the pipelines render chat templates and run the
 processor on small images, so the stand-ins keep those ids, ship a chat template, and a 14-pixel patch image
 processor (the dummy vision towers use `patch_size=14`). The EasyAnimate tests load the Qwen2-VL weights themselves
 and build their transformer with `text_embed_dim=16`: the Qwen2-VL stand-in is 16 wide. The LTX-2 tests size their
-connectors from the Gemma 3 config, whose width must equal the connectors' 4 heads x 8: 32.
+connectors from the Gemma 3 config, whose width must equal the connectors' 4 heads x 8: 32. The GLM-Image tests
+build their GlmImageForConditionalGeneration with the real token ids and a vision tower of 8-pixel patches, and load
+only the processor.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ import json
 from pathlib import Path
 
 from .seeded import save_seeded_model
-from .text_repos import QWEN2_SPECIAL_IDS, QWEN_CHAT_TEMPLATE, save_gemma_tokenizer, save_qwen2_tokenizer
+from .text_repos import (
+    GLM4_SPECIAL_IDS,
+    QWEN2_SPECIAL_IDS,
+    QWEN_CHAT_TEMPLATE,
+    save_gemma_tokenizer,
+    save_glm4_tokenizer,
+    save_qwen2_tokenizer,
+)
 
 QWEN_VOCAB_SIZE = 151936
 QWEN_IMAGE_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 256}
@@ -237,3 +246,92 @@ def build_mistral_processor(directory: Path) -> None:
         chat_template=MISTRAL_CHAT_TEMPLATE,
         processor_config={"patch_size": 6, "spatial_merge_size": 1, "image_token": "[IMG]"},
     )
+
+
+# GLM-Image's tokenizer is GLM-4's with the model's vision vocabulary in front: `<|dit_token_N|>` hold the ids below
+# GlmImageTextConfig's `vision_vocab_size` (16512), GLM-4's text and special ids follow, shifted by it (`<|endoftext|>`
+# 167841 is the config's pad id, `<|image|>` 167855 its `image_token_id`). `<|dit_token_16384|>` and
+# `<|dit_token_16385|>` are GlmImageConfig's `image_start_token_id` and `image_end_token_id`: the processor ends a
+# text-to-image prompt with the tokenizer's bos token to start the image, and the model finds images between the two.
+GLM_IMAGE_VISION_IDS = 16512
+GLM_IMAGE_SPECIAL_IDS = {
+    token: GLM_IMAGE_VISION_IDS + token_id for token, token_id in {**GLM4_SPECIAL_IDS, "<|image|>": 151343}.items()
+}
+GLM_IMAGE_NAMED_TOKENS = {
+    "bos_token": "<|dit_token_16384|>",
+    "eos_token": "<|dit_token_16385|>",
+    "pad_token": "<|endoftext|>",
+}
+# Named tokens GlmImageProcessor reads off its tokenizer: the image placeholder and the brackets of the target grids.
+GLM_IMAGE_PROCESSOR_TOKENS = {"image_token": "<|image|>", "grid_bos_token": "<sop>", "grid_eos_token": "<eop>"}
+
+# The prompt as it is, each source image as a placeholder between the image start and end tokens, which the processor
+# expands to one `<|image|>` per patch and the model's rope index looks for.
+GLM_IMAGE_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'image' %}<|dit_token_16384|><|image|><|dit_token_16385|>"
+    "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}{% endfor %}"
+)
+
+
+def glm_image_config():
+    """A GlmImageConfig of the GLM-Image tests' sizes, with the real token ids (the config's defaults)."""
+    from transformers import GlmImageConfig
+
+    return GlmImageConfig(
+        text_config={
+            "vocab_size": 168064,
+            "hidden_size": 32,
+            "intermediate_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 512,
+            "vision_vocab_size": 128,
+            "rope_parameters": {"mrope_section": [4, 2, 2]},
+        },
+        vision_config={
+            "depth": 2,
+            "hidden_size": 32,
+            "num_heads": 2,
+            "image_size": 32,
+            "patch_size": 8,
+            "intermediate_size": 32,
+        },
+        vq_config={"embed_dim": 32, "num_embeddings": 128, "latent_channels": 32},
+    )
+
+
+def build_glm_image_processor(directory: Path) -> None:
+    """GLM-Image's processor in `processor/` (the tests build every model themselves): the GLM-4 tokenizer stand-in
+    with GLM-Image's vision tokens and ids, and an image processor for the tests' vision tower (8-pixel patches, no
+    temporal or spatial merging, as its patch embedding and `spatial_merge_size` 1 take them). A config.json of the
+    tests' sizes goes with them: offline, AutoTokenizer fails without one in the subfolder it loads from."""
+    import transformers
+
+    # The PIL backend where transformers has it: the torchvision one falls back to it, with a warning, without
+    # torchvision.
+    image_processor_class = getattr(transformers, "GlmImageImageProcessorPil", transformers.GlmImageImageProcessor)
+    processor = directory / "processor"
+    save_glm4_tokenizer(
+        processor,
+        special_ids=GLM_IMAGE_SPECIAL_IDS,
+        leading_tokens=[f"<|dit_token_{i}|>" for i in range(GLM_IMAGE_VISION_IDS)],
+        named_tokens=GLM_IMAGE_NAMED_TOKENS,
+        # Left padding: the pipeline reads each prompt's generated image tokens after the longest prompt.
+        extra_config={**GLM_IMAGE_PROCESSOR_TOKENS, "padding_side": "left"},
+    )
+    save_processor_files(
+        processor,
+        processor_class="GlmImageProcessor",
+        # Sizes in pixels, for the tests' 32-pixel images (which the processor halves before patching).
+        image_processor=image_processor_class(
+            patch_size=8, temporal_patch_size=1, merge_size=1, size={"shortest_edge": 32 * 32, "longest_edge": 64 * 64}
+        ),
+        image_processor_type="GlmImageImageProcessor",
+        chat_template=GLM_IMAGE_CHAT_TEMPLATE,
+    )
+    glm_image_config().save_pretrained(str(processor))
