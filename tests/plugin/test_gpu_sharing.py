@@ -7,6 +7,8 @@ census is measured on the GPU (docs/validation.md, section 16)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,29 @@ def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: 
     sharing.stop()
     assert gpu_sharing.PIPE_VAR not in os.environ and os.environ[gpu_sharing.LOG_VAR] == "/users/own/log"
     assert control.read_text().splitlines()[-1].startswith("quit ")
+
+
+def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real daemon, on the device: two workers sharing one GPU as its clients check a tester class with a planted
+    sync and a clean one, with the verdicts a run without workers gives."""
+    from pytest_nosync import devices
+    from tests.census.test_tester_classes import TESTERS
+    from tests.twins import loop_pipeline
+
+    if not devices.cuda_available():
+        pytest.skip(devices.CUDA_ONLY)
+    if shutil.which(gpu_sharing.CONTROL) is None or gpu_sharing.running_daemon() is not None:
+        pytest.skip(f"needs {gpu_sharing.CONTROL} on the PATH and no daemon running already")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.twins, in the workers
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
+    args = ("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*args, "-n", "2", "--nosync-share-gpus", "--dist", "loadgroup")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["nosync: 2 workers share 1 GPU(s) through an MPS control daemon started for this*"])
+    line = loop_pipeline.line_of("read before the denoiser")
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*"])
+    started = re.search(r"started for this run \((\S+), quit", result.stdout.str())
+    assert started and not Path(started[1]).exists()  # quit at the end, its directory gone
