@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,44 +85,48 @@ def test_workers_sharing_gpus_join_a_daemon_started_for_the_run_and_quit_at_its_
 
 
 def test_a_running_daemon_is_joined_and_left_running(
-    pytester: pytest.Pytester, control: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    control: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     running = tmp_path / "users-daemon"
     running.mkdir()
     (running / "control").touch()
     monkeypatch.setenv(gpu_sharing.PIPE_VAR, str(running))
-    result = _run(pytester, "-n", "2")
-    result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines(
-        [f"nosync: 2 workers share 1 GPU(s) through the running MPS control daemon ({running})*"]
-    )
+    sharing = gpu_sharing.share(workers=2, gpus=1, mode="auto")
+    assert sharing is not None and sharing.started is None
+    assert sharing.line == f"nosync: 2 workers share 1 GPU(s) through the running MPS control daemon ({running})"
+    sharing.stop()
     assert not control.exists()  # neither started nor quit
-    assert set(_seen(pytester).values()) == {str(running)}
+    assert os.environ[gpu_sharing.PIPE_VAR] == str(running)  # the workers are its clients
 
 
 @pytest.mark.parametrize(
-    ("args", "fail", "said"),
+    ("mode", "fail", "said"),
     [
-        (("--nosync-mps=off",), "", "without MPS (--nosync-mps=off)"),
-        ((), "MPS is not supported in this container", "without MPS (nvidia-cuda-mps-control -d failed: MPS is not*"),
+        ("off", "", "without MPS (--nosync-mps=off)"),
+        (
+            "auto",
+            "MPS is not supported in this container",
+            "without MPS (nvidia-cuda-mps-control -d failed: MPS is not",
+        ),
     ],
 )
-def test_without_mps_the_workers_time_share_and_the_header_says_so(
-    pytester: pytest.Pytester, control: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], fail: str,
-    said: str,
-) -> None:  # fmt: skip
+def test_without_mps_the_workers_time_share_and_the_line_says_so(
+    control: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, mode: str, fail: str, said: str
+) -> None:
     monkeypatch.setenv("FAKE_MPS_FAIL", fail)
-    result = _run(pytester, "-n", "2", *args)
-    result.assert_outcomes(passed=6)
-    result.stdout.fnmatch_lines([f"nosync: 2 workers share 1 GPU(s) {said}*several times slower*"])
-    assert not control.exists()
-    assert set(_seen(pytester).values()) == {"-"}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where a started daemon's directory would be
+    sharing = gpu_sharing.share(workers=2, gpus=1, mode=mode)
+    assert sharing is not None and sharing.started is None
+    assert (
+        sharing.line.startswith(f"nosync: 2 workers share 1 GPU(s) {said}") and "several times slower" in sharing.line
+    )
+    assert gpu_sharing.PIPE_VAR not in os.environ and not control.exists()
+    assert not list(tmp_path.glob("nosync-mps-*"))  # a failed start leaves no directory
 
 
-def test_a_worker_per_gpu_shares_nothing(pytester: pytest.Pytester, control: Path) -> None:
-    result = _run(pytester, "-n", "1")
-    result.assert_outcomes(passed=6)
-    assert "GPU(s)" not in result.stdout.str() and not control.exists()
+@pytest.mark.parametrize(("workers", "gpus"), [(1, 1), (4, 4), (4, 0)])
+def test_nothing_is_shared_without_more_workers_than_gpus(control: Path, workers: int, gpus: int) -> None:
+    assert gpu_sharing.share(workers=workers, gpus=gpus, mode="auto") is None and not control.exists()
 
 
 def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,11 +145,12 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     """The real daemon, on the device: two workers sharing one GPU as its clients check a tester class with a planted
     sync and a clean one, with the verdicts a run without workers gives."""
     from pytest_nosync import devices
-    from tests.census.test_tester_classes import TESTERS
-    from tests.twins import loop_pipeline
 
     if not devices.cuda_available():
         pytest.skip(devices.CUDA_ONLY)
+    from tests.census.test_tester_classes import TESTERS
+    from tests.twins import loop_pipeline
+
     if shutil.which(gpu_sharing.CONTROL) is None or gpu_sharing.running_daemon() is not None:
         pytest.skip(f"needs {gpu_sharing.CONTROL} on the PATH and no daemon running already")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
