@@ -139,6 +139,7 @@ def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: 
     assert control.read_text().splitlines()[-1].startswith("quit ")
 
 
+@pytest.mark.gpu
 def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
