@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,9 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
     from pytest_nosync import census_table
     from pytest_nosync.findings import Report
 
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.twins, in the workers
+    # tests.twins, in the workers; the rest of the path stays (the plugin and diffusers may be installed there)
+    here = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
     pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
     result = pytester.runpytest_subprocess(
         "-m",

@@ -155,7 +155,9 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     if shutil.which(gpu_sharing.CONTROL) is None or gpu_sharing.running_daemon() is not None:
         pytest.skip(f"needs {gpu_sharing.CONTROL} on the PATH and no daemon running already")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))  # tests.twins, in the workers
+    # tests.twins, in the workers; the rest of the path stays (the plugin and diffusers may be installed there)
+    here = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
     pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
     args = ("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
     result = pytester.runpytest_subprocess(*args, "-n", "2", "--nosync-share-gpus", "--dist", "loadgroup")
