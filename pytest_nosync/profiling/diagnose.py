@@ -507,7 +507,7 @@ class _Analysis:
                 continue
             phase, step = phase_at(sync.ts, self.steps)
             names = tuple(f"{p.filename}({p.lineno}): {p.function}" for p in sync.python)[:_STACK_DEPTH]
-            out.append(Sync(step, phase, sync.call, sync.kind, sync.op, names, _where(names)))
+            out.append(Sync(step, str(phase), sync.call, sync.kind, sync.op, names, _where(names)))  # plain data
         return out
 
 

@@ -222,3 +222,12 @@ def test_the_profiler_sync_detector_leaves_the_profilers_stop_out_too() -> None:
     detector.use_trace_from(SimpleNamespace(load_trace=lambda: trace))
     detector.findings()
     assert [(s.call, phase, step) for s, phase, step in detector.syncs] == [("cudaStreamSynchronize", "step", 2)]
+
+
+def test_a_diagnosis_crosses_from_an_xdist_worker_as_plain_data(eager: TraceDiagnosis) -> None:
+    """A failing check's report carries its trace's diagnosis to the xdist controller through execnet, which takes
+    plain data only: an enum among it ended the worker with an internal error (seen on the H100)."""
+    execnet = pytest.importorskip("execnet")
+    assert eager.syncs  # a sync, with the phase it happened in
+    doc = execnet.loads(execnet.dumps(eager.to_dict()))
+    assert TraceDiagnosis.from_dict(doc) == eager
