@@ -33,6 +33,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.import_plugin("pytester")
 
 
+XDIST_WORKER_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+
+
+@pytest.fixture(autouse=True)
+def _sessions_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `-n`, each test runs in an xdist worker, whose variables the pytest sessions a test starts would inherit
+    and take themselves for workers (pytest-benchmark disables itself, the plugin skips its graph helpers): a test's
+    own sessions run as they would from a plain `pytest`."""
+    for name in XDIST_WORKER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 def _emulated(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     return callspec is not None and callspec.params.get("backend") == "emulate"
