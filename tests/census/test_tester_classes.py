@@ -175,6 +175,7 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
         "--nosync",
         "-n",
         "2",
+        "--nosync-share-gpus",  # on a GPU machine of one GPU, two workers share it
         "--dist",
         "loadgroup",
         "-p",
