@@ -41,7 +41,9 @@ def _real(filename: str) -> str:
 def is_internal(filename: str) -> bool:
     """True for frames that never get the blame: torch, this plugin's machinery, warnings plumbing."""
     if filename.startswith("<"):
-        return filename.startswith("<frozen")
+        # torch.fx's generated forward (`<eval_with_key>.N ...`) is torch's: the line that called the graph gets the
+        # blame, and a place stays the same from run to run (N counts the graphs made so far)
+        return filename.startswith(("<frozen", "<eval_with_key>"))
     path = _real(filename)
     if path.startswith(_TORCH_DIR):
         return True

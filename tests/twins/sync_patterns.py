@@ -57,6 +57,19 @@ def item(x, dev):
     return x.sum().item()  # expect: dtoh_sync
 
 
+class _ItemOfSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum().item()
+
+
+_ITEM_GRAPH = torch.fx.symbolic_trace(_ItemOfSum())  # its forward is code fx generated: `<eval_with_key>.N`
+
+
+@bug("dtoh_sync")
+def item_in_an_fx_graph(x, dev):
+    return _ITEM_GRAPH(x)  # expect: dtoh_sync (the graph's generated code is torch's, its name changes per run)
+
+
 @bug("dtoh_sync")
 def float_of_tensor(x, dev):
     return float(x[0])  # expect: dtoh_sync
