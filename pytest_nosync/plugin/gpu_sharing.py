@@ -9,7 +9,8 @@ concurrently, each process keeping its own CUDA context, sync debug mode and pro
 On the xdist controller, when more workers than GPUs share them: a control daemon the user runs is used as it is;
 else one is started for the run (`nvidia-cuda-mps-control -d`, pipe and log directories of its own, so no other
 program's clients join it) and quit at the run's end. The workers xdist starts afterwards inherit its directories.
-Where there is no daemon to start, or `--nosync-mps=off`, the workers time-share, and the header says so.
+Where there is no daemon to start, or `--nosync-mps=off` (which starts none; a running one still serves them), the
+workers time-share, and the header says so.
 """
 
 from __future__ import annotations
@@ -69,11 +70,11 @@ def share(workers: int, gpus: int, mode: str) -> Sharing | None:
     if gpus < 1 or workers <= gpus:
         return None
     what = f"nosync: {workers} workers share {gpus} GPU(s)"
+    running = running_daemon()
+    if running is not None:  # CUDA connects every process to it, whatever the run asks
+        return Sharing(f"{what} through the running MPS control daemon ({running})")
     if mode == "off":
         return Sharing(f"{what} without MPS (--nosync-mps=off): {SLOWER}")
-    running = running_daemon()
-    if running is not None:
-        return Sharing(f"{what} through the running MPS control daemon ({running})")
     binary = shutil.which(CONTROL)
     if binary is None:
         return Sharing(f"{what} without MPS ({CONTROL} is not on the PATH): {SLOWER}")

@@ -277,7 +277,8 @@ TABLE: tuple[Option, ...] = (
     Option("share_gpus", "with pytest-xdist, let several workers share a GPU (default: one worker per GPU, more is an "
            "error)", flag, "bool", ini=False),
     Option("mps", "workers sharing a GPU run as clients of NVIDIA's MPS (auto: a running control daemon's, else one "
-           "started for the run and quit at its end; off: they time-share the GPU, several times slower)",
+           "started for the run and quit at its end; off: none is started, and without a running one they time-share "
+           "the GPU, several times slower)",
            choice("auto", "off")),
 )  # fmt: skip
 ROWS = {o.name: o for o in TABLE}

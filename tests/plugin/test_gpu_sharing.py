@@ -167,3 +167,13 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*"])
     started = re.search(r"started for this run \((\S+), quit", result.stdout.str())
     assert started and not Path(started[1]).exists()  # quit at the end, its directory gone
+
+
+def test_off_starts_none_but_a_running_daemon_still_serves_the_workers(
+    control: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "no-default-daemon").mkdir()
+    (tmp_path / "no-default-daemon" / "control").touch()  # one at the default place: CUDA connects every process
+    sharing = gpu_sharing.share(workers=2, gpus=1, mode="off")
+    assert sharing is not None and sharing.started is None and "through the running MPS control daemon" in sharing.line
+    assert not control.exists()
