@@ -153,9 +153,8 @@ def install(
     # Processes starting together (xdist's workers) each begin at another repository: each builds some while the
     # others build the rest, rather than all waiting for the first one's builder.
     start = os.getpid() % len(missing) if missing else 0
-    for repo_id in missing[start:] + missing[:start]:
-        materialize(repo_id, root)
-    built = {repo_id: materialize(repo_id, root) for repo_id in missing}
+    made = {repo_id: materialize(repo_id, root) for repo_id in missing[start:] + missing[:start]}
+    built = {repo_id: made[repo_id] for repo_id in missing}  # in the registry's order
     copies = {name: _imported(name) for name in {*_COPIES_OF_CACHE_PATH, *_COPIES_OF_OFFLINE_FLAG}}
     overlay = _build_overlay(real_cache, built)
     try:
