@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_nosync.plugin import gpu_sharing
+from tests.plugin import worker_env
 
 pytest.importorskip("xdist")
 
@@ -29,15 +30,7 @@ else
 fi
 """
 
-WORKERS_SAY = """
-import os, pytest
-
-@pytest.mark.parametrize("i", range(6))
-def test_where_am_i(i, tmp_path_factory):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    root = tmp_path_factory.getbasetemp().parent.parent
-    (root / f"{worker}.mps").write_text(os.environ.get("CUDA_MPS_PIPE_DIRECTORY", "-"))
-"""
+WORKERS_SAY = worker_env.writing(gpu_sharing.PIPE_VAR, tests=6)
 
 
 @pytest.fixture
@@ -58,10 +51,6 @@ def control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-def _seen(pytester: pytest.Pytester) -> dict[str, str]:
-    return {f.stem: f.read_text() for f in pytester.path.rglob("gw*.mps")}
-
-
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     pytester.makepyfile(WORKERS_SAY)
     result = pytester.runpytest_subprocess("--nosync", "--nosync-share-gpus", "-p", "no:cacheprovider", *args)
@@ -79,7 +68,7 @@ def test_workers_sharing_gpus_join_a_daemon_started_for_the_run_and_quit_at_its_
     result.stdout.fnmatch_lines(["nosync: 2 workers share 1 GPU(s) through an MPS control daemon started for this*"])
     started, quit_ = control.read_text().splitlines()
     pipe = started.split()[1]
-    assert set(_seen(pytester).values()) == {pipe}  # every worker a client of the run's daemon, none of another
+    assert set(worker_env.seen(pytester).values()) == {pipe}  # every worker a client of the run's daemon, no other
     assert quit_ == f"quit {pipe}"
     assert not Path(pipe).exists()  # its directory went with it
 

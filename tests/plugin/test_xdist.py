@@ -6,17 +6,11 @@ import json
 
 import pytest
 
+from tests.plugin import worker_env
+
 pytest.importorskip("xdist")
 
-WORKER_ENV = """
-import os, pytest
-
-@pytest.mark.parametrize("i", range(4))
-def test_where_am_i(i, tmp_path_factory):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    root = tmp_path_factory.getbasetemp().parent.parent
-    (root / f"{worker}-{i}.gpu").write_text(os.environ.get("CUDA_VISIBLE_DEVICES", ""))
-"""
+WORKER_ENV = worker_env.writing("CUDA_VISIBLE_DEVICES", tests=4)
 
 
 @pytest.fixture
@@ -26,17 +20,12 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["3", "5"]
 
 
-def _seen(pytester: pytest.Pytester) -> dict[str, str]:
-    files = pytester.path.parent.rglob("gw*.gpu")
-    return {f.name.split("-")[0]: f.read_text() for f in files}
-
-
 def test_auto_gives_one_worker_per_gpu_each_pinned(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makepyfile(WORKER_ENV)
     result = pytester.runpytest_subprocess("--nosync", "-n", "auto", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*2 workers*"])
-    assert _seen(pytester) == {"gw0": "3", "gw1": "5"}
+    assert worker_env.seen(pytester) == {"gw0": "3", "gw1": "5"}
 
 
 def test_auto_with_one_gpu_runs_in_this_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,10 +45,10 @@ def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester, gpus
 
 
 def test_sharing_gpus_is_opt_in_and_round_robin(pytester: pytest.Pytester, gpus: list[str]) -> None:
-    pytester.makepyfile(WORKER_ENV.replace("range(4)", "range(12)"))
+    pytester.makepyfile(worker_env.writing("CUDA_VISIBLE_DEVICES", tests=12))
     result = pytester.runpytest_subprocess("--nosync", "-n", "3", "--nosync-share-gpus", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=12)
-    assert _seen(pytester) == {"gw0": "3", "gw1": "5", "gw2": "3"}
+    assert worker_env.seen(pytester) == {"gw0": "3", "gw1": "5", "gw2": "3"}
 
 
 MANY_REPORTS = """
