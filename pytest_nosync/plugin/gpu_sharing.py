@@ -80,6 +80,8 @@ def share(workers: int, gpus: int, mode: str) -> Sharing | None:
         return Sharing(f"{what} without MPS ({CONTROL} is not on the PATH): {SLOWER}")
     directory = Path(tempfile.mkdtemp(prefix="nosync-mps-"))
     env = _daemon_env(directory)
+    for name in (PIPE_VAR, LOG_VAR):
+        Path(env[name]).mkdir()
     try:
         done = subprocess.run([binary, "-d"], env=env, capture_output=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -99,10 +101,8 @@ def share(workers: int, gpus: int, mode: str) -> Sharing | None:
 
 
 def _daemon_env(directory: Path) -> dict[str, str]:
-    pipe, log = directory / "pipe", directory / "log"
-    pipe.mkdir(parents=True, exist_ok=True)
-    log.mkdir(parents=True, exist_ok=True)
-    return {**os.environ, PIPE_VAR: str(pipe), LOG_VAR: str(log)}
+    """The environment of the daemon started in `directory` and of its clients: its pipe and log directories."""
+    return {**os.environ, PIPE_VAR: str(directory / "pipe"), LOG_VAR: str(directory / "log")}
 
 
 class GpuSharing:
