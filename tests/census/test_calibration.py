@@ -3,7 +3,9 @@ cost in steps, and that the step counts they give the checks run the steps the c
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 
 import pytest
 import torch
@@ -51,6 +53,21 @@ class PlmsTests(ShareOfStepsTests):
         return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
 
 
+@contextlib.contextmanager
+def _scheduler_steps() -> Iterator[list[int]]:
+    """The twin scheduler's steps in the block, counted in the list's one item."""
+    ran = [0]
+    original = Scheduler.step
+
+    def step(this, *args, **kwargs):
+        ran[0] += 1
+        return original(this, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patches:
+        patches.setattr(Scheduler, "step", step)
+        yield ran
+
+
 def _calibrated(tester_class: type) -> tuple[testers.Tester, object, list[int]]:
     """The tester, its pipeline after calibration, and the steps each calibrating call ran."""
     tester = testers.Tester(tester_class)
@@ -61,15 +78,7 @@ def _calibrated(tester_class: type) -> tuple[testers.Tester, object, list[int]]:
 
     @functools.wraps(original)  # the tester reads the call's parameters
     def counting(self, *args, **kwargs):
-        steps = Scheduler.step
-        ran = [0]
-
-        def step(this, *a, **k):
-            ran[0] += 1
-            return steps(this, *a, **k)
-
-        with pytest.MonkeyPatch.context() as patches:
-            patches.setattr(Scheduler, "step", step)
+        with _scheduler_steps() as ran:
             out = original(self, *args, **kwargs)
         calls.append(ran[0])
         return out
@@ -81,15 +90,7 @@ def _calibrated(tester_class: type) -> tuple[testers.Tester, object, list[int]]:
 
 
 def _steps_run(pipe: object, tester: testers.Tester, steps: int) -> int:
-    ran = [0]
-    original = Scheduler.step
-
-    def step(this, *a, **k):
-        ran[0] += 1
-        return original(this, *a, **k)
-
-    with pytest.MonkeyPatch.context() as patches:
-        patches.setattr(Scheduler, "step", step)
+    with _scheduler_steps() as ran:
         pipe(**tester.call_kwargs(pipe, CallContext(CPU.device, CPU.dtype, steps=steps)))
     return ran[0]
 
