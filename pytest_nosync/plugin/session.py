@@ -182,8 +182,12 @@ class NosyncSession:
 
     # ---- xdist ---------------------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
+        xdist.pin_specs(specs, self.settings.share_gpus)
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        xdist.assign_gpu(node, self.settings.share_gpus)
+        xdist.assign_gpu(node)
         if self.baseline is not None:
             node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(self.baseline.path)
 

@@ -1,9 +1,9 @@
 """Many GPUs through pytest-xdist: one worker per GPU, pinned before CUDA is initialised.
 
 `pytest -m gpu --nosync -n auto` starts one worker per visible GPU (none with one GPU); worker k sees only GPU k
-(CUDA_VISIBLE_DEVICES is set in the worker before anything touches CUDA). More workers than GPUs is a
-usage error unless `--nosync-share-gpus` says sharing is wanted (then workers take GPUs round-robin).
-Results travel back as report properties, so the controller writes one merged report.
+(CUDA_VISIBLE_DEVICES is in the worker's environment from its start, before any conftest can touch CUDA). More
+workers than GPUs is a usage error unless `--nosync-share-gpus` says sharing is wanted (then workers take GPUs
+round-robin). Results travel back as report properties, so the controller writes one merged report.
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ def plain_nodeid(nodeid: str) -> str:
     return head if at and head and "[" not in group and "]" not in group else nodeid
 
 
+GPU_VARIABLE = "CUDA_VISIBLE_DEVICES"
 WORKER_GPU_KEY = "nosync_gpu"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
 
 
 def visible_gpus() -> list[str]:
     """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (the controller's view)."""
-    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    listed = os.environ.get(GPU_VARIABLE)
     if listed is not None:
         return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
     import torch
@@ -64,13 +65,35 @@ def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:
     )
 
 
+def pin_specs(specs: list[Any], share: bool) -> None:
+    """On the controller, before xdist starts its workers: worker k's GPU goes into its process's environment
+    (execnet's `env:` spec, applied before pytest starts there). A worker's own configure hook is too late: conftests
+    load before it, and diffusers' tests/conftest.py asks torch.cuda.is_available() on import, which initialises CUDA
+    with every GPU visible, so that every worker ran on the first GPU. A spec that names the variable is the user's."""
+    import execnet
+
+    gpus = visible_gpus()
+    for index, spec in enumerate(specs):
+        if gpus and GPU_VARIABLE not in spec.env:
+            pinned = execnet.XSpec(f"{spec}//env:{GPU_VARIABLE}={gpu_for_worker(index, gpus, share)}")
+            pinned.id = spec.id  # xdist numbered the workers (gw0, gw1, ...) on the specs it made
+            specs[index] = pinned
+
+
+def assign_gpu(node: Any) -> None:
+    """On the controller, as xdist sets a worker up: tell the worker which GPU its process was given."""
+    gpu = node.gateway.spec.env.get(GPU_VARIABLE)
+    if gpu is not None:
+        node.workerinput[WORKER_GPU_KEY] = gpu
+
+
 def pin_worker(config: pytest.Config) -> str | None:
-    """In an xdist worker: make only its GPU visible. Must run before CUDA is initialised."""
+    """In an xdist worker: make only its GPU visible (already so where the controller's spec set it at birth)."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None or WORKER_GPU_KEY not in workerinput:
         return None
     gpu = str(workerinput[WORKER_GPU_KEY])
-    os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    os.environ[GPU_VARIABLE] = gpu
     return gpu
 
 
@@ -100,15 +123,6 @@ def auto_workers(config: pytest.Config) -> int | None:
     if not gpus:
         return None  # no GPU: xdist's own default (CPU count) applies
     return gpus if gpus > 1 else 0
-
-
-def assign_gpu(node: Any, share: bool) -> None:
-    """On the controller, as xdist sets a worker up: give it its GPU."""
-    gpus = visible_gpus()
-    if not gpus:
-        return
-    index = int(str(node.workerinput["workerid"]).lstrip("gw") or 0)
-    node.workerinput[WORKER_GPU_KEY] = gpu_for_worker(index, gpus, share)
 
 
 COSTS_KEY = "nosync/seconds_per_target"  # in pytest's cache: what each target group took in the last run

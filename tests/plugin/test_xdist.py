@@ -51,6 +51,56 @@ def test_sharing_gpus_is_opt_in_and_round_robin(pytester: pytest.Pytester, gpus:
     assert worker_env.seen(pytester) == {"gw0": "3", "gw1": "5", "gw2": "3"}
 
 
+# A conftest that, like diffusers' tests/conftest.py, initialises CUDA as it loads (there: testing_utils asks
+# torch.cuda.is_available() on import): what it saw is what CUDA saw, for the whole process.
+CONFTEST_SEES = """
+import os, pathlib
+seen = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+if {cuda}:
+    import torch
+    torch.cuda.is_available()
+pathlib.Path(os.environ.get("PYTEST_XDIST_WORKER", "main") + ".at-load").write_text(seen)
+"""
+
+GPU_OF_EACH_WORKER = """
+import os, pathlib, pytest, torch
+
+@pytest.mark.parametrize("i", range(4))
+def test_which_gpu(i):
+    worker = os.environ["PYTEST_XDIST_WORKER"]
+    pathlib.Path(f"{worker}-{i}.gpu").write_text(str(torch.cuda.get_device_properties(0).uuid))
+"""
+
+
+def test_a_worker_has_its_gpu_before_conftests_load(pytester: pytest.Pytester, gpus: list[str]) -> None:
+    pytester.makeconftest(CONFTEST_SEES.format(cuda=False))
+    pytester.makepyfile(WORKER_ENV)
+    result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    at_load = {f.stem: f.read_text() for f in pytester.path.glob("gw*.at-load")}
+    assert at_load == {"gw0": "3", "gw1": "5"} == worker_env.seen(pytester)
+
+
+@pytest.mark.gpu
+def test_on_gpus_each_worker_runs_on_its_own_even_where_a_conftest_initialised_cuda(
+    pytester: pytest.Pytester,
+) -> None:
+    from pytest_nosync import devices
+
+    if not devices.cuda_available():
+        pytest.skip(devices.CUDA_ONLY)
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 GPUs visible to this process: run it without -n on a 2+ GPU runner")
+    pytester.makeconftest(CONFTEST_SEES.format(cuda=True))
+    pytester.makepyfile(GPU_OF_EACH_WORKER)
+    result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
+    gpu_of = {f.name.split("-")[0]: f.read_text() for f in pytester.path.glob("gw*.gpu")}
+    assert len(gpu_of) == 2 and len(set(gpu_of.values())) == 2, gpu_of
+
+
 MANY_REPORTS = """
 import os, pytest
 from pytest_nosync.findings import Finding, Report
