@@ -12,7 +12,9 @@ load are stood in for by repositories built in code (suite.hub_standins), and th
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import gc
 import inspect
 from collections.abc import Generator, Iterator
@@ -139,6 +141,7 @@ class Census:
             # a census on the H100. Frozen, a collection scans only what the checks made. Unfrozen at the end.
             gc.freeze()
             self._froze = True
+            _freeze_at_exit()
 
     @pytest.hookimpl(trylast=True)  # on the run's final selection (-k, -m)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -357,3 +360,11 @@ def repo_of(test_file: Path) -> Path:
     """The repository of the tester classes: a contributor's diffusers checkout, whose src/ is the diffusers under
     test (a diffusers installed elsewhere is not the change's)."""
     return Path(test_file).resolve().parent
+
+
+@functools.cache
+def _freeze_at_exit() -> None:
+    """Python collects once more as a process ends and walks every object the imports made (2 s a worker on the 2-core
+    CPU, in each worker at a census's end, while the controller waits for them all). Frozen again at exit, that walk
+    is skipped; the run unfreezes at its end as before, so nothing but the process's end sees it."""
+    atexit.register(gc.freeze)

@@ -476,6 +476,30 @@ def test_a_census_holds_one_testers_pipeline_at_a_time_and_collects_only_what_ch
     assert gc.get_freeze_count() == 0  # the run (in this process) unfroze what it froze
 
 
+AT_EXIT = """
+import atexit, gc, pathlib
+
+# Registered before the plugin's own (a conftest loads before collection), so it runs after it: what the process's
+# last collection will find.
+atexit.register(lambda: pathlib.Path(__file__).with_name("at_exit.txt").write_text(str(gc.get_freeze_count())))
+"""
+
+
+def test_a_census_process_skips_the_last_collection_of_everything_imports_made(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's collection at a process's end walked every object diffusers and transformers made, in each xdist
+    worker while the controller waited; frozen again at exit, it does not (the run itself still unfreezes)."""
+    pytester.makeconftest(AT_EXIT)
+    pytester.makepyfile(test_one_at_a_time=ONE_AT_A_TIME)
+    here = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p))
+    result = pytester.runpytest_subprocess("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert json.loads((pytester.path / "seen.json").read_text())["frozen"] > 0
+    assert int((pytester.path / "at_exit.txt").read_text()) > 0
+
+
 LIBRARY = """
 import torch
 
