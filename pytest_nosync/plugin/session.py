@@ -65,9 +65,8 @@ class NosyncSession:
     @classmethod
     def start(cls, config: pytest.Config) -> NosyncSession:
         """Read and check the run's options (each problem one sentence, before anything runs) and register the
-        session. First of all an xdist worker is pinned to its GPU: nothing may initialise CUDA before."""
+        session. (An xdist worker's GPU is already in its environment: the controller's spec put it there.)"""
         role = xdist.role(config)
-        xdist.pin_worker(config)
         xdist.share_cores(config)
         settings = table.read(config)
         usage.check_targets(settings)
@@ -187,7 +186,6 @@ class NosyncSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        xdist.assign_gpu(node)
         if self.baseline is not None:
             node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(self.baseline.path)
 

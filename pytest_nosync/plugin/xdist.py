@@ -38,7 +38,6 @@ def plain_nodeid(nodeid: str) -> str:
 
 
 GPU_VARIABLE = "CUDA_VISIBLE_DEVICES"
-WORKER_GPU_KEY = "nosync_gpu"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
 
 
@@ -78,23 +77,6 @@ def pin_specs(specs: list[Any], share: bool) -> None:
             pinned = execnet.XSpec(f"{spec}//env:{GPU_VARIABLE}={gpu_for_worker(index, gpus, share)}")
             pinned.id = spec.id  # xdist numbered the workers (gw0, gw1, ...) on the specs it made
             specs[index] = pinned
-
-
-def assign_gpu(node: Any) -> None:
-    """On the controller, as xdist sets a worker up: tell the worker which GPU its process was given."""
-    gpu = node.gateway.spec.env.get(GPU_VARIABLE)
-    if gpu is not None:
-        node.workerinput[WORKER_GPU_KEY] = gpu
-
-
-def pin_worker(config: pytest.Config) -> str | None:
-    """In an xdist worker: make only its GPU visible (already so where the controller's spec set it at birth)."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is None or WORKER_GPU_KEY not in workerinput:
-        return None
-    gpu = str(workerinput[WORKER_GPU_KEY])
-    os.environ[GPU_VARIABLE] = gpu
-    return gpu
 
 
 def share_cores(config: pytest.Config) -> int | None:
