@@ -97,7 +97,7 @@ def test_on_gpus_each_worker_runs_on_its_own_even_where_a_conftest_initialised_c
     pytester.makepyfile(GPU_OF_EACH_WORKER)
     result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=4)
-    gpu_of = {f.name.split("-")[0]: f.read_text() for f in pytester.path.glob("gw*.gpu")}
+    gpu_of = worker_env.seen(pytester, "gpu")
     assert len(gpu_of) == 2 and len(set(gpu_of.values())) == 2, gpu_of
 
 

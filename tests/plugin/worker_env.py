@@ -21,6 +21,6 @@ def writing(variable: str, tests: int) -> str:
     return _WRITES.format(variable=variable, tests=tests)
 
 
-def seen(pytester: pytest.Pytester) -> dict[str, str]:
-    """Worker → the value its tests wrote (in this pytester run's directory)."""
-    return {f.name.split("-")[0]: f.read_text() for f in pytester.path.rglob("gw*.seen")}
+def seen(pytester: pytest.Pytester, suffix: str = "seen") -> dict[str, str]:
+    """Worker → the value its tests wrote to `<worker>-<test>.<suffix>` (in this pytester run's directory)."""
+    return {f.name.split("-")[0]: f.read_text() for f in pytester.path.rglob(f"gw*.{suffix}")}
