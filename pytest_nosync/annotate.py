@@ -6,9 +6,11 @@ scheduler, stays correct).
 
 Steps, without per-pipeline code (diffusers pipelines share the shape of their denoising loop):
   - the loop begins where the pipeline enters its progress bar (`with self.progress_bar(total=...)`, or iterates
-    `self.progress_bar(timesteps)`), right before the first iteration: step 0 opens there, so the first iteration's
-    work before the denoiser runs is step 0's, as every later iteration's is its step's;
-  - a step opens at the denoiser's first call in it (the steps after the first);
+    `self.progress_bar(timesteps)`), right before the first iteration; a step opens at the denoiser's first call in
+    it, and what the iteration did before that call is the step's, as in every later iteration: a loop whose
+    iterations never call the denoiser (Stable unCLIP's prior loop before its UNet's) has no steps, and what it did
+    is before the steps. Without a denoiser to hook (a guard told another name), step 0 opens where the loop begins
+    and each iteration of an iterated bar is a step;
   - a step closes when the pipeline's own scheduler returns from `step()` (the latents are updated), or at the
     pipeline's `callback_on_step_end` when the caller passes the guard's; iterating the progress bar closes each
     iteration's step at the next one;
@@ -44,6 +46,7 @@ class PipelineAnnotations:
         self.pipeline = pipeline
         self.guard = guard
         self.denoiser = denoiser
+        self.hooked = False  # whether a denoiser was found to hook: its calls open the steps
         self._patches = Patches()
 
     def attach(self) -> None:
@@ -63,6 +66,7 @@ class PipelineAnnotations:
                 post = denoiser.register_forward_hook(post_hook, always_call=True)
                 self._patches.push(pre.remove)
                 self._patches.push(post.remove)
+                self.hooked = True
         for attr, method, region in METHOD_REGIONS:
             owner = self.pipeline if attr is None else getattr(self.pipeline, attr, None)
             if owner is None or not callable(getattr(owner, method, None)):
@@ -156,7 +160,7 @@ class _LoopBar:
         self._guard.loop_begins()
         try:
             for item in self._bar:
-                self._guard.begin_step()
+                self._guard.iteration_begins()
                 yield item
                 self._guard.close_step()
         finally:

@@ -5,13 +5,13 @@ what they found, and restores every global they changed, also when the block rai
         pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
     g.report.passed, g.report.findings
 
-Steps: with a pipeline attached, the pipeline's denoising loop gives them (annotate: step 0 opens where the loop
-begins, a step closes when the pipeline's scheduler has stepped, the next opens at the denoiser's next call; the loop
-ends with the pipeline's progress bar). Without one, use `with g.step(): ...` or `g.end_step()` (then the first step
-opens when the guard is entered). `whole_block=True` (the plugin's marker): with a pipeline, the block's steps are
-its loop's (what the block does before it is before the steps); without one, the block is one step, until a
-pipeline's loop begins in it: then that pipeline's steps are the block's and what came before them is before the
-steps (only for checks that need no step windows, in "warn" mode and untraced: the others cannot re-draw a step
+Steps: with a pipeline attached, the pipeline's denoising loop gives them (annotate: a step opens at the denoiser's
+first call in an iteration, with what that iteration did before it, and closes when the pipeline's scheduler has
+stepped; the loop ends with the pipeline's progress bar). Without one, use `with g.step(): ...` or `g.end_step()`
+(then the first step opens when the guard is entered). `whole_block=True` (the plugin's marker): with a pipeline, the
+block's steps are its loop's (what the block does before it is before the steps); without one, the block is one step,
+until a pipeline's loop begins in it: then that pipeline's steps are the block's and what came before them is before
+the steps (only for checks that need no step windows, in "warn" mode and untraced: the others cannot re-draw a step
 they measured). Findings between two steps of a loop belong to the next step, and after the loop (VAE decode,
 output conversion) to `after_steps`.
 
@@ -261,8 +261,8 @@ class Guard:
         )
         if not self.observing:
             return finding
-        if self._step is None and self._completed > 0 and (self._in_loop or not self._loops):
-            self._pending.append(finding)  # between two steps: the next step's, or after the loop
+        if self._step is None and (self._in_loop or (self._completed > 0 and not self._loops)):
+            self._pending.append(finding)  # between two steps: the next step's, or outside the loop's steps
         else:
             self._records.append(finding)
         return finding
@@ -323,16 +323,23 @@ class Guard:
         return True
 
     def loop_begins(self) -> None:
-        """The pipeline's denoising loop begins (its progress bar is entered): step 0, or the next one."""
+        """The pipeline's progress bar is entered: what runs from here waits for the step the denoiser's next call
+        opens (a loop that never calls it is no denoising loop: its work is outside the steps). Without a hooked
+        denoiser, step 0 (or the next) opens here."""
         if not self._active:
             return
         self._flush_pending()  # between two loops: no step's
         self._loops += 1
         self._in_loop = True
-        self.begin_step()
+        self.iteration_begins()
+
+    def iteration_begins(self) -> None:
+        """An iteration of an iterated progress bar: its step opens at the denoiser's call, or here without one."""
+        if self._annotations is None or not self._annotations.hooked:
+            self.begin_step()
 
     def loop_ends(self) -> None:
-        """The loop is over: what follows (and what waited for a next step) is after the steps."""
+        """The loop is over: what follows (and what waited for a next step) is outside the steps."""
         if not self._active:
             return
         self.close_step()
@@ -340,8 +347,9 @@ class Guard:
         self._in_loop = False
 
     def _flush_pending(self) -> None:
+        phase = Phase.BEFORE_STEPS if self._completed == 0 else Phase.AFTER_STEPS
         for finding in self._pending:
-            self._records.append(_with_phase(finding, Phase.AFTER_STEPS, None))
+            self._records.append(_with_phase(finding, phase, None))
         self._pending = []
 
     @contextmanager

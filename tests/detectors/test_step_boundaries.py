@@ -1,6 +1,6 @@
 """Where a pipeline's steps begin and end (annotate): a sync in every iteration before the denoiser runs counts once
-in every step, step 0 included — the loop's first iteration begins at the progress bar, not at the denoiser's first
-call — with either form of progress bar; a pipeline's setup and decode are outside the steps."""
+in every step, step 0 included — an iteration's work before the denoiser's call is its step's — with either form of
+progress bar; a loop that never calls the denoiser (a prior's), the setup and the decode are outside the steps."""
 
 from __future__ import annotations
 
@@ -55,3 +55,31 @@ def test_without_a_pipeline_loop_the_whole_block_is_the_step(backend: str, devic
     with nosync_guard(backend=backend, whole_block=True) as g:
         float(x.sum())
     assert [(f.kind, f.step) for f in g.report.failures] == [("dtoh_sync", 0)]
+
+
+def test_a_loop_that_never_calls_the_denoiser_is_before_the_steps(backend: str, device: torch.device) -> None:
+    """Stable unCLIP runs its prior's loop, behind a progress bar of its own, before the UNet's: the prior's iterations
+    are no steps (its sync is before them), the denoiser's loop has the steps, and dynamo compiles the denoiser in the
+    first of them (it captured nothing when the prior's iterations took the steps)."""
+    pipe = loop_pipeline.build(device)
+    for iterate in (False, True):
+        x = loop_pipeline.latents(device)
+        with nosync_guard(pipe, backend=backend) as g:
+            pipe(x, num_inference_steps=2, prior_steps=3, read_in_prior=True, iterate=iterate)
+        assert g.report.passed, g.report.findings  # the prior's read is before the steps: reported, not counted
+        assert g.report.steps == 2, iterate
+        before = [f for f in g.report.findings if f.phase == "before_steps"]
+        assert {f.where.line for f in before} == {loop_pipeline.line_of("reads in the prior's loop")}, before
+        assert sum(f.count for f in before) == 3
+    x = loop_pipeline.latents(device)
+    with nosync_guard(pipe, backend=backend, checks=("syncs",), count_outside_steps=True) as g:
+        pipe(x, num_inference_steps=2, prior_steps=3, read_in_prior=True)
+    assert g.report.passed is False  # counted when asked: the twin's read is real
+
+
+def test_the_graph_check_compiles_the_denoiser_after_a_prior_loop() -> None:
+    pipe = loop_pipeline.build(torch.device("cpu"))
+    with nosync_guard(pipe, backend="emulate", checks=("graph_breaks",)) as g, torch.no_grad():
+        pipe(torch.randn(2, 8), num_inference_steps=2, prior_steps=2, iterate=True)
+    assert g.report.passed, (g.report.not_checked, g.report.findings)
+    assert g.report.metrics["compiles_per_step"] == {"0": 1} and g.report.steps == 2

@@ -53,6 +53,8 @@ class LoopPipeline(DiffusionPipeline):
         fail: bool = False,
         only_steps: int | None = None,
         plms: bool = False,
+        prior_steps: int = 0,
+        read_in_prior: bool = False,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
@@ -61,6 +63,8 @@ class LoopPipeline(DiffusionPipeline):
         num_inference_steps = num_inference_steps or len(timesteps or ())
         if only_steps is not None and num_inference_steps != only_steps:  # SanaSprint's SCM takes 2 steps, no other
             raise ValueError(f"only {only_steps} steps are supported")
+        if prior_steps:  # Stable unCLIP's prior: a loop of its own, behind a progress bar, before the denoiser's
+            latents = self._prior(latents, prior_steps, read_in_prior, iterate)
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
         timesteps = self.scheduler.timesteps[num_inference_steps - int(num_inference_steps * strength) :]
         if plms and len(timesteps) >= 2:  # PNDM's PLMS repeats its second-to-last timestep: n + 1 steps, 1 for n = 1
@@ -74,6 +78,14 @@ class LoopPipeline(DiffusionPipeline):
                     latents = self._iteration(latents, t, read_early, fail)
                     bar.update()
         return latents * 2
+
+    def _prior(self, latents: torch.Tensor, steps: int, read: bool, iterate: bool) -> torch.Tensor:
+        embedding = torch.zeros_like(latents)
+        for t in self.progress_bar(torch.linspace(1.0, 0.0, steps, device=latents.device)):
+            embedding = embedding + 0.1 * t
+            if read:
+                embedding = embedding * float(embedding.sum() > 0)  # twin: reads in the prior's loop
+        return latents + embedding
 
     def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
         if read_early:
