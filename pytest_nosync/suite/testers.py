@@ -10,9 +10,11 @@ Nothing here is per pipeline. A tester becomes a `Target` after one plain call o
 is also the pipeline's warm-up, and which measures what the suite needs to know of it:
   - the denoiser: of the pipeline's modules called at least once per scheduler step, the first of the usual names
     (transformer, unet, prior, decoder, ...), else the one called most;
-  - steps per `num_inference_steps`: the calls of the pipeline's own `scheduler.step` in that call, so that an
-    img2img `strength`, a second-order scheduler's two iterations per step, or a fixed timestep list are all accounted
-    for when the checks ask for N steps;
+  - steps per `num_inference_steps`, counted as a guard counts them (a step opens at the denoiser's call and closes
+    at the pipeline's own `scheduler.step`), so that an img2img `strength`, a second-order scheduler's two iterations
+    per step, a scheduler stepped twice an iteration (Cosmos) or a fixed timestep list are all accounted for when the
+    checks ask for N steps; where no count changes them (a schedule capped at the test's count), a check that needs
+    more is not checkable, a property of the pipeline the run counts with its reason;
   - whether `__call__` takes `callback_on_step_end` (the guard closes steps at the scheduler's step either way).
 A tester that cannot be driven raises NotDrivable with one sentence: the run counts it as not checked, with the reason.
 """
@@ -76,7 +78,8 @@ def tester_name(cls: type) -> str:
 class Calibration:
     """What a tester's plain calls showed. Steps run = slope × num_inference_steps + offset (two calls measure it:
     an img2img pipeline runs floor(n × strength) of n, a PNDM scheduler one more than it is asked for); slope 0: the
-    steps do not follow num_inference_steps (a fixed timestep list), the test's own count is used."""
+    steps do not follow num_inference_steps (a fixed timestep list, a schedule capped at the test's count), the
+    test's own count is used and every call runs `offset` steps, for the reason `fixed_because` says."""
 
     denoiser: str
     slope: float
@@ -84,6 +87,12 @@ class Calibration:
     inference_steps: int  # the test's own num_inference_steps (0: the pipeline takes none)
     takes_step_callback: bool
     modules_called: dict[str, int]
+    fixed_because: str = ""
+
+    @property
+    def fixed_steps(self) -> int | None:
+        """The steps every call runs, where no num_inference_steps changes them (None: they follow it)."""
+        return int(self.offset) if self.slope <= 0 else None
 
     def inference_steps_for(self, steps: int) -> int:
         if self.slope <= 0:
@@ -165,61 +174,94 @@ class Tester:
         )
 
     def calibrate(self, pipe: Any, ctx: CallContext) -> Calibration:
-        """Two plain calls (the first is the pipeline's warm-up), counting the scheduler's steps and each module's
-        calls: with the test's own num_inference_steps, and with more."""
+        """Two plain calls (the first is the pipeline's warm-up), counting the loop's steps as a guard counts them
+        and each module's calls: with the test's own num_inference_steps, and with more."""
         kwargs = self.call_kwargs(pipe, ctx)
-        stepped, modules, in_steps = self._count(pipe, kwargs)
-        if stepped == 0:
+        first = _count(pipe, kwargs)
+        if first.raw_steps == 0:
             raise NotDrivable(
                 f"{self.pipeline_class.__name__} ran no step of its scheduler and no progress bar in a call: no "
                 "denoising loop to check"
             )
-        denoiser = _denoiser(modules, in_steps, stepped)
+        denoiser = _denoiser(first.calls, first.in_steps, first.raw_steps)
         if denoiser is None:
             raise NotDrivable(
-                f"no module of {self.pipeline_class.__name__} is called once per step (called: {modules})"
+                f"no module of {self.pipeline_class.__name__} is called once per step (called: {first.calls})"
             )
+        stepped = first.steps_of(denoiser)
         parameters = _parameters(type(pipe).__call__)
         asked = kwargs.get("num_inference_steps") if "num_inference_steps" in parameters else None
         slope, offset = 0.0, float(stepped)
+        fixed_because = "its call takes no num_inference_steps"
         if isinstance(asked, int) and asked > 0:
             further = _further_steps(asked, parameters)
             try:
-                more, _, _ = self._count(pipe, {**kwargs, "num_inference_steps": further})
-            except Uncallable:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
-                more = None
-            if more is not None:
+                more = _count(pipe, {**kwargs, "num_inference_steps": further}).steps_of(denoiser)
+            except Uncallable as exc:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
+                first_line = (str(exc).splitlines() or [""])[0][:160]
+                fixed_because = f"num_inference_steps={further} raised {type(exc.error).__name__}: {first_line}"
+            else:
                 slope = (more - stepped) / (further - asked)
                 offset = stepped - slope * asked
+                fixed_because = f"num_inference_steps={further} ran {more} too"
         self.calibration = Calibration(
             denoiser=denoiser,
             slope=slope,
             offset=offset,
             inference_steps=asked if isinstance(asked, int) else 0,
-            takes_step_callback="callback_on_step_end" in _parameters(type(pipe).__call__),
-            modules_called=modules,
+            takes_step_callback="callback_on_step_end" in parameters,
+            modules_called=first.calls,
+            fixed_because=fixed_because if slope <= 0 else "",
         )
         return self.calibration
 
-    @staticmethod
-    def _count(pipe: Any, kwargs: dict[str, Any]) -> tuple[int, dict[str, int], dict[str, set[int]]]:
-        """(the loop's steps, each module's calls, the steps each module was called in) in one plain call. The steps
-        are the pipeline's own scheduler's; where it never steps (SkyReels V2's diffusion forcing steps a copy per
-        latent frame), its progress bar's."""
-        steps, updates = _SchedulerSteps(pipe), _ProgressUpdates(pipe)
-        counts = _ModuleCalls(pipe, lambda: (steps.count, updates.count))
-        with steps, updates, counts, torch.no_grad():
-            try:
-                pipe(**kwargs)
-            except Exception as exc:
-                raise Uncallable(exc) from exc
-        by_scheduler = steps.count > 0
-        stepped = steps.count if by_scheduler else updates.count
-        in_steps = {
-            name: {at[0] if by_scheduler else at[1] for at in seen} & set(range(stepped))
-            for name, seen in counts.seen.items()
-        }
-        return stepped, counts.calls, in_steps
+
+@dataclass
+class _Counted:
+    """One plain call, counted: the loop's steps as the pipeline's scheduler or progress bar gives them (`raw_steps`),
+    each top-level module's calls and the raw steps it was called in, and the order of the calls and scheduler steps
+    (`events`: a module's name, or None for a step of the pipeline's own scheduler)."""
+
+    raw_steps: int
+    by_scheduler: bool
+    calls: dict[str, int]
+    in_steps: dict[str, set[int]]
+    events: list[str | None]
+
+    def steps_of(self, denoiser: str) -> int:
+        """The steps a guard of this denoiser counts: one opens at the denoiser's call and closes at the scheduler's
+        next step, so a loop whose scheduler steps twice an iteration (Cosmos: once for x0, once for the sample) runs
+        one step an iteration. Steps of a progress bar (no scheduler step) are its updates."""
+        if not self.by_scheduler:
+            return self.raw_steps
+        names = {name.strip() for name in denoiser.split(",")}
+        steps, open_ = 0, False
+        for event in self.events:
+            if event is None:
+                steps, open_ = steps + open_, False
+            elif event in names:
+                open_ = True
+        return steps
+
+
+def _count(pipe: Any, kwargs: dict[str, Any]) -> _Counted:
+    """One plain call, counted (see _Counted). The steps are the pipeline's own scheduler's; where it never steps
+    (SkyReels V2's diffusion forcing steps a copy per latent frame), its progress bar's."""
+    events: list[str | None] = []
+    steps, updates = _SchedulerSteps(pipe, events), _ProgressUpdates(pipe)
+    counts = _ModuleCalls(pipe, lambda: (steps.count, updates.count), events)
+    with steps, updates, counts, torch.no_grad():
+        try:
+            pipe(**kwargs)
+        except Exception as exc:
+            raise Uncallable(exc) from exc
+    by_scheduler = steps.count > 0
+    stepped = steps.count if by_scheduler else updates.count
+    in_steps = {
+        name: {at[0] if by_scheduler else at[1] for at in seen} & set(range(stepped))
+        for name, seen in counts.seen.items()
+    }
+    return _Counted(stepped, by_scheduler, counts.calls, in_steps, events)
 
 
 FLOORED_STEPS = ("strength", "denoising_start", "denoising_end")  # run floor(n × share) of n steps
@@ -326,12 +368,14 @@ def _reason(where: str, exc: BaseException) -> str:
 
 # ---- counting a plain call ---------------------------------------------------------------------------------------
 class _ModuleCalls:
-    """Forward calls of each top-level module of a pipeline during a block, and the step counters' values at each."""
+    """Forward calls of each top-level module of a pipeline during a block, and the step counters' values at each;
+    each call's module name is appended to `events`."""
 
-    def __init__(self, pipe: Any, step: Callable[[], tuple[int, int]]) -> None:
+    def __init__(self, pipe: Any, step: Callable[[], tuple[int, int]], events: list[str | None]) -> None:
         self.calls: dict[str, int] = {}
         self.seen: dict[str, set[tuple[int, int]]] = {}
         self._step = step
+        self._events = events
         self._hooks: list[Any] = []
         self._modules = {
             name: module for name, module in getattr(pipe, "components", {}).items()
@@ -346,6 +390,7 @@ class _ModuleCalls:
             def hook(module: Any, args: Any, name: str = name) -> None:
                 self.calls[name] += 1
                 self.seen[name].add(self._step())
+                self._events.append(name)
 
             self._hooks.append(module.register_forward_pre_hook(hook))
         return self
@@ -356,10 +401,12 @@ class _ModuleCalls:
 
 
 class _SchedulerSteps:
-    """Calls of the pipeline's own scheduler's `step` during a block (a copy of the scheduler is not counted)."""
+    """Calls of the pipeline's own scheduler's `step` during a block (a copy of the scheduler is not counted), each
+    appended to `events` as None; consecutive ones count once."""
 
-    def __init__(self, pipe: Any) -> None:
+    def __init__(self, pipe: Any, events: list[str | None]) -> None:
         self.count = 0
+        self._events = events
         self._scheduler = getattr(pipe, "scheduler", None)
         self._patches = Patches()
 
@@ -371,9 +418,13 @@ class _SchedulerSteps:
 
         @functools.wraps(original)
         def step(this: Any, *args: Any, **kwargs: Any) -> Any:
-            if this is scheduler:
-                self.count += 1
-            return original(this, *args, **kwargs)
+            result = original(this, *args, **kwargs)
+            if this is scheduler:  # counted when it returns, where a guard closes the step
+                # a step right after another, no module called between, is the same iteration's (Cosmos: x0, then
+                # the sample)
+                self.count += not self._events or self._events[-1] is not None
+                self._events.append(None)
+            return result
 
         self._patches.setattr(type(scheduler), "step", step)
         return self

@@ -55,6 +55,7 @@ class LoopPipeline(DiffusionPipeline):
         plms: bool = False,
         prior_steps: int = 0,
         read_in_prior: bool = False,
+        x0_step: bool = False,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
@@ -63,6 +64,7 @@ class LoopPipeline(DiffusionPipeline):
         num_inference_steps = num_inference_steps or len(timesteps or ())
         if only_steps is not None and num_inference_steps != only_steps:  # SanaSprint's SCM takes 2 steps, no other
             raise ValueError(f"only {only_steps} steps are supported")
+        self._x0_step = x0_step
         if prior_steps:  # Stable unCLIP's prior: a loop of its own, behind a progress bar, before the denoiser's
             latents = self._prior(latents, prior_steps, read_in_prior, iterate)
         self.scheduler.set_timesteps(num_inference_steps, latents.device)
@@ -93,6 +95,8 @@ class LoopPipeline(DiffusionPipeline):
         if fail:
             raise ValueError("the loop fails")  # twin: raises in the loop
         noise = getattr(self, self.denoiser)(latents)
+        if self._x0_step:  # Cosmos steps its scheduler twice an iteration: for the x0 prediction, then the sample
+            noise = self.scheduler.step(noise, t, latents)
         return self.scheduler.step(noise, t, latents)
 
 
