@@ -288,6 +288,7 @@ class Census:
                 with self._recording(item):
                     built.tester = built.tester or Tester(tester_class)
                     pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
+                    built.tester.prelude(pipe, ctx)
                     built.tester.calibrate(pipe, ctx)
                 warmed(pipe)
                 built.pipelines[key] = pipe

@@ -37,6 +37,9 @@ from .targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
+# (a tester's inputs method, the pipeline method its own tests call with them before the pipeline): LEdits++ edits
+# the image its `invert` inverted, and raises without one
+PRELUDES = (("get_dummy_inversion_inputs", "invert"),)
 _KNOWN_ARGUMENTS = {"device", "seed"}
 
 
@@ -172,6 +175,24 @@ class Tester:
             text_encoding="the tester's own dummy components",
             denoiser=self.calibration.denoiser if self.calibration else "transformer",
         )
+
+    def prelude(self, pipe: Any, ctx: CallContext) -> None:
+        """What the tester's own tests call before the pipeline (PRELUDES), with the tester's inputs for it (one image
+        of a list, as those tests do before a call): once, as the pipeline keeps its result for every later call. A
+        raise there is the pipeline's (Uncallable)."""
+        for inputs_method, method in PRELUDES:
+            given = getattr(self.cls, inputs_method, None)
+            run = getattr(pipe, method, None)
+            if not callable(given) or not callable(run):
+                continue
+            inputs = _input_binder(given)(self.instance, ctx)
+            if isinstance(inputs.get("image"), list):  # the tests' own calls after `invert` edit one image
+                inputs["image"] = inputs["image"][0]
+            try:
+                with torch.no_grad():
+                    run(**{k: _on_device(v, ctx) for k, v in inputs.items()})
+            except Exception as exc:
+                raise Uncallable(exc) from exc
 
     def calibrate(self, pipe: Any, ctx: CallContext) -> Calibration:
         """Two plain calls (the first is the pipeline's warm-up), counting the loop's steps as a guard counts them

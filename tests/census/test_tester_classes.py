@@ -677,3 +677,48 @@ def test_the_baseline_gates_tester_classes_as_it_gates_the_suite(pytester: pytes
     result.stdout.fnmatch_lines(
         [f"*dtoh_sync*gated.py:{line}*", "*float(latents.abs().max())*", "*known issues*", "*gated.py:8*", "*float(t)"]
     )
+
+
+INVERTED = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class EditingPipeline(LoopPipeline):  # LEdits++: edits the latents its `invert` made, raises without them
+    inverted = None
+
+    def invert(self, image, num_inversion_steps=20):
+        self.inverted = image.mean(dim=0, keepdim=True).expand(2, -1) * num_inversion_steps
+
+    def __call__(self, num_inference_steps=2):
+        if self.inverted is None:
+            raise ValueError("You need to invert an input image first before calling the pipeline.")
+        return super().__call__(self.inverted, num_inference_steps=num_inference_steps)
+
+
+class EditingPipelineFastTests(unittest.TestCase):
+    pipeline_class = EditingPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"num_inference_steps": 2}
+
+    def get_dummy_inversion_inputs(self, device, seed=0):
+        return {"image": [torch.randn(3, 8), torch.randn(3, 8)], "num_inversion_steps": 4}
+"""
+
+
+def test_a_prelude_the_tester_gives_runs_before_its_pipeline(pytester: pytest.Pytester) -> None:
+    """LEdits++ raises unless `invert` ran first, and its tester gives the inputs for it: the census calls it once,
+    with one image as the tests' own calls do, and the checks reach their verdicts (it raised before)."""
+    pytester.makepyfile(test_inverted=INVERTED)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", "--nosync-report=r.json")
+    result.assert_outcomes(passed=4)
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert {t["check"]: t["steps"] for t in tests} == {"syncs": 2, "graph_breaks": 2, "alloc_growth": 3,
+                                                        "host_overhead": 2}  # fmt: skip
