@@ -36,6 +36,7 @@ class Kind(_Named):
     HOST_OVERHEAD = "host_overhead"
     LAYOUT_TRANSFORM = "layout_transform"  # layout-transform or copy kernels over a trace budget (profiling.budgets)
     ERROR = "error"  # the code under test raised an exception (suite.guarded_call)
+    NOT_CHECKED = "not_checked"  # a check could not reach its verdict; `detail` says why (fails unless accepted)
     DEVICE_OPS = "device_ops"  # step metrics judged against a saved run (step_cost)
     HOST_MS = "host_ms"
     DEVICE_MS = "device_ms"
@@ -75,6 +76,11 @@ BACKENDS = ("auto", "cuda", "emulate")  # where syncs are detected; auto: cuda w
 
 # The region the guard opens around each call of the denoiser (the transformer's forward).
 DENOISER_REGION = "transformer_forward"
+
+
+NOT_CHECKED_HINT = (
+    "a check that could not run is not a pass: fix what stopped it, or accept it in the baseline with a reason"
+)
 
 
 class Location(NamedTuple):
@@ -191,6 +197,16 @@ class Finding:
         return replace(self, status=status, note=note, known=known)
 
 
+UNPLACED = Location("<check>")  # where a not-checked finding is: the check itself, no line of code
+
+
+def not_checked_finding(reason: str) -> Finding:
+    """The finding of a check that could not reach its verdict, saying why; judged like any other (it fails unless
+    the allow-list or the baseline accepts it)."""
+    return Finding(kind=Kind.NOT_CHECKED, where=UNPLACED, step=None, phase=Phase.IN_STEP, hint=NOT_CHECKED_HINT,
+                   detail=reason, source="check")  # fmt: skip
+
+
 def merge(findings: Iterable[Finding]) -> list[Finding]:
     """Fold repeats of the same problem into one finding with a count, keeping first-seen order."""
     merged: dict[tuple, Finding] = {}
@@ -224,13 +240,17 @@ class Report:
     steps: int = 0
     passed: bool | None = None
     summary: str = ""
-    not_checked: list[str] = field(default_factory=list)  # why a check could not run: the report fails
     metrics: dict[str, Any] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
 
     @property
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.status == Status.FAIL]
+
+    @property
+    def not_checked(self) -> list[str]:
+        """Why checks could not reach their verdict, where nothing accepts it (the report fails)."""
+        return [f.detail for f in self.findings if f.kind == Kind.NOT_CHECKED and f.status in (Status.FAIL, Status.NEW)]
 
     def of_kind(self, *kinds: str) -> list[Finding]:
         return [f for f in self.findings if f.kind in kinds]
@@ -253,6 +273,11 @@ class Report:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Report:
         values = dict(raw)
-        values["findings"] = [Finding.from_dict(f) for f in values.get("findings", ())]
+        findings = [Finding.from_dict(f) for f in values.get("findings", ())]
+        said = {f.detail for f in findings if f.kind == Kind.NOT_CHECKED}
+        # a report written before not-checked reasons were findings lists them apart
+        older = [r for r in values.get("not_checked", ()) if r not in said]
+        findings += [not_checked_finding(r).with_status(Status.FAIL) for r in older]
+        values["findings"] = findings
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in values.items() if k in known})

@@ -32,7 +32,7 @@ from . import attribution, checks, devices
 from .annotate import LoopWatch, PipelineAnnotations
 from .detectors import detectors_for
 from .detectors.base import CannotCheck, Detector
-from .findings import Finding, Frame, Mode, Phase, Report, merge
+from .findings import Finding, Frame, Mode, Phase, Report, merge, not_checked_finding
 from .guard_options import GuardOptions, split_options
 from .policy import judge
 
@@ -180,12 +180,12 @@ class Guard:
         if self._completed == 0 and self._step is None:
             # No step was ever marked: the whole block is the step under test.
             findings = [_with_phase(f, Phase.IN_STEP, 0) if f.phase == Phase.BEFORE_STEPS else f for f in findings]
-        judged, passed = judge(findings, self.options.policy, self.options.known)
         unchecked = self._unchecked + [r for r in (d.unchecked() for d in self._detectors) if r]
+        judged, passed = judge(findings + [not_checked_finding(r) for r in unchecked], self.options.policy,
+                               self.options.known)  # fmt: skip
         report = self.report
         report.findings = judged
-        report.not_checked = unchecked
-        report.passed = passed and not unchecked
+        report.passed = passed
         report.steps = self._completed + (1 if self._step is not None else 0)
         if self._step_ms:
             report.metrics["step_ms"] = {str(k): round(v, 3) for k, v in self._step_ms.items()}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from .findings import Finding, Kind, KnownMatch, Location, Phase, Report, Status
+from .findings import Finding, Kind, KnownMatch, Location, Phase, Report, Status, not_checked_finding
 
 _LINE_SUFFIX = re.compile(r":(\d+|\*|\d+-\d+)$")
 
@@ -60,8 +60,9 @@ KnownMatcher = Callable[[Finding], "KnownMatch | None"]
 
 
 def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | None = None) -> tuple[list[Finding], bool]:
-    """Give every finding a status and say whether the test passes. An `error` (the code under test raised) fails
-    wherever it happened and whatever the budget, unless the allow-list or the baseline names it."""
+    """Give every finding a status and say whether the test passes. An `error` (the code under test raised) and a
+    `not_checked` fail wherever they happened and whatever the budget, unless the allow-list or the baseline names
+    them."""
     judged: list[Finding] = []
     counted: list[int] = []
     for finding in findings:
@@ -71,7 +72,7 @@ def judge(findings: Iterable[Finding], policy: Policy, known: KnownMatcher | Non
             judged.append(finding.with_status(Status.ALLOWED, entry.reason))
         elif match is not None:
             judged.append(finding.with_status(Status.KNOWN, str(match), match))
-        elif finding.kind == Kind.ERROR:
+        elif finding.kind in (Kind.ERROR, Kind.NOT_CHECKED):
             judged.append(finding.with_status(Status.FAIL))
         elif finding.phase != Phase.IN_STEP and not policy.count_outside_steps:
             judged.append(finding.with_status(Status.OUTSIDE, "outside the denoising steps (allowed)"))
@@ -91,7 +92,15 @@ def rejudge(report: Report, policy: Policy, known: KnownMatcher | None = None) -
     """The report judged afresh under another policy or baseline (e.g. a rank report from torchrun, judged by the
     test that launched the ranks), dropping the statuses its findings had."""
     judged, passed = judge([f.with_status(Status.NEW) for f in report.findings], policy, known)
-    return replace(report, findings=judged, passed=passed and not report.not_checked)
+    return replace(report, findings=judged, passed=passed)
+
+
+def add_not_checked(report: Report, reason: str, policy: Policy, known: KnownMatcher | None = None) -> None:
+    """Add to a judged report that one of its checks could not reach its verdict, judged as the guard judges its
+    own (the report fails unless the allow-list or the baseline accepts it)."""
+    (finding,), passed = judge([not_checked_finding(reason)], policy, known)
+    report.findings.append(finding)
+    report.passed = bool(report.passed is not False and passed)
 
 
 def parse_allow(entries: Sequence[object], source: str = "allow") -> tuple[AllowEntry, ...]:

@@ -112,11 +112,15 @@ def _worth_showing(filename: str) -> bool:
 
 def render_report(report: Report, root: str | None = None) -> str:
     """The failure text of one test."""
-    groups = group(report.findings)
+    groups = group(f for f in report.findings if f.kind != Kind.NOT_CHECKED)  # a reason, listed apart: no place
     lines = [_head(report, groups)]
     if report.not_checked:
         lines.append(" not checked (the test fails: a check that could not run is not a pass):")
         lines.extend(f"  - {reason}" for reason in report.not_checked)
+    accepted = [f for f in report.findings if f.kind == Kind.NOT_CHECKED and f.status in (Status.KNOWN, Status.ALLOWED)]
+    if accepted:
+        lines.append(" not checked, accepted:")
+        lines.extend(f"  - {f.detail}\n      why: {f.note}" for f in accepted)
     for status in _ORDER:
         chosen = [g for g in groups if g.status == status]
         if not chosen:
@@ -284,7 +288,7 @@ def run_summary(reports: Iterable[Report], root: str, per_target: dict[str, floa
         if r.not_checked:
             detail = f"not checked: {r.not_checked[0]}"
         lines.append(f"{verdict:<4} {r.test_id} [{r.check}]: {detail}")
-        for g in group(f for f in r.findings if f.status == Status.FAIL):
+        for g in group(f for f in r.findings if f.status == Status.FAIL and f.kind != Kind.NOT_CHECKED):
             lines.append(f"       {g.kind} {short_where(g.where, root)} ({g.per_step()})")
         if r.artifacts.get("trace"):
             lines.append(f"       trace: {r.artifacts['trace']}")
@@ -301,7 +305,7 @@ def github_annotations(reports: Iterable[Report], root: str) -> list[str]:
     root = root.rstrip(os.sep) + os.sep
     for report in reports:
         for f in report.findings:
-            if f.status != Status.FAIL or not f.filename.startswith(root):
+            if f.status != Status.FAIL or f.kind == Kind.NOT_CHECKED or not f.filename.startswith(root):
                 continue
             key = (f.kind, f.where)
             if key in seen:

@@ -17,7 +17,7 @@ import pytest
 from .. import step_cost
 from ..findings import Report
 from ..guard_options import GuardOptions
-from ..policy import judge
+from ..policy import add_not_checked, judge
 from .options import Settings
 
 EXTRA_KEY = "nosync"  # benchmark.extra_info[EXTRA_KEY]: the numbers of pytest_nosync.step_cost.combine
@@ -87,18 +87,19 @@ def judge_step_metrics(
     numbers = report.metrics["step_metrics"]
     found = saved_for(config, name, report.target)
     if found is None:
-        report.not_checked.append(
+        add_not_checked(
+            report,
             f"--benchmark-compare: the saved run has no step metrics of {name} (target {report.target}): save a run "
-            "that includes it first (--benchmark-autosave), then compare"
+            "that includes it first (--benchmark-autosave), then compare",
+            options.policy,
+            options.known,
         )
-        report.passed = False
         return report
     path, saved = found
     try:
         comparison = step_cost.compare(saved, numbers, settings.metrics_tolerance or None, where=where)
     except step_cost.NotComparable as exc:
-        report.not_checked.append(f"--benchmark-compare: {exc}")
-        report.passed = False
+        add_not_checked(report, f"--benchmark-compare: {exc}", options.policy, options.known)
         return report
     report.findings, report.passed = judge(comparison.findings, options.policy, options.known)  # allow, baseline
     report.metrics["step_metrics_compared"] = {"with": path, **comparison.to_dict()}

@@ -223,6 +223,6 @@ def modulate_index_case(pipe: Any, call_kwargs: Kwargs, options: GuardOptions | 
 
 def _keep(report: Report, wanted: Callable[[Any], bool]) -> Report:
     """The report with only the findings a case is about (their statuses kept), passed recomputed."""
-    kept = [f for f in report.findings if wanted(f) or f.kind == Kind.ERROR]  # an exception is every case's business
-    failing = any(f.status == Status.FAIL for f in kept)
-    return replace(report, findings=kept, passed=not failing and not report.not_checked)
+    # an exception, or a check that could not run, is every case's business
+    kept = [f for f in report.findings if wanted(f) or f.kind in (Kind.ERROR, Kind.NOT_CHECKED)]
+    return replace(report, findings=kept, passed=not any(f.status == Status.FAIL for f in kept))

@@ -26,5 +26,5 @@ def test_a_walk_in_a_steady_step_is_found(backend: str) -> None:
 def test_a_block_of_warm_up_steps_only_is_not_checked(backend: str) -> None:
     with nosync_guard(checks=("host_overhead",), backend=backend) as g:
         walks(g, steps=1)
-    assert g.report.passed is False and not g.report.failures
+    assert g.report.passed is False and [f.kind for f in g.report.failures] == ["not_checked"]  # no walk judged
     assert any("the block ran 1 step(s): run at least 2" in reason for reason in g.report.not_checked)
