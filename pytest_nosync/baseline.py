@@ -4,7 +4,9 @@ A committed JSON file (so a PR shows every change to it). A finding matching an 
 not fail its test; a finding matching none fails. An entry names its finding the way a person would, so that it
 follows the code across versions: the file (its path inside its package), the enclosing function, the source text
 of the line (normalized) and which of the identical lines of that function it is, and the kind; the line number
-is only a hint. Entries of kind `error` name an exception a case raises (type, and a pattern on its message).
+is only a hint. Entries of kind `error` name an exception a case raises (type, and a pattern on its message); entries
+of kind `not_checked` a check that could not reach its verdict (a pattern on the reason), which a maintainer accepts
+until what stops the check is fixed.
 
 Strict: at the end of a run every entry whose scope ran but that matched nothing fails the run, saying which it is:
 `fixed` (its code is still there but no longer does what the entry says: remove the entry), or `stale` (its code is
@@ -67,6 +69,8 @@ class Entry:
     def place(self) -> str:
         if self.kind == Kind.ERROR:
             return f"{self.exception or 'an exception'} matching {self.message!r}"
+        if self.kind == Kind.NOT_CHECKED:
+            return f"a reason matching {self.message!r}"
         if self.file:
             return f"{self.file}:{self.line} in {self.function}: {self.code}"
         return self.where
@@ -101,6 +105,10 @@ class Entry:
             return _exception_matches(self.exception, str(data.get("exception", ""))) and bool(
                 re.search(self.message, str(data.get("message", "")))
             )
+        if self.kind == Kind.NOT_CHECKED:
+            return bool(re.search(self.message, finding.detail))
+        if finding.kind == Kind.NOT_CHECKED:  # a reason, not a place: only an entry of its kind names it
+            return False
         if self.file:
             found = _identity(finding)
             return (
@@ -226,6 +234,8 @@ class Baseline:
 def _unmatched(index: int, entry: Entry) -> Review:
     if entry.kind == Kind.ERROR:
         return Review(index, entry, "fixed", "the case no longer raises it: remove the entry")
+    if entry.kind == Kind.NOT_CHECKED:
+        return Review(index, entry, "fixed", "the check reaches its verdict now: remove the entry")
     if not entry.file:  # schema 1: only the line is known
         return Review(index, entry, "stale", "no longer occurs at that line: migrate the baseline, or remove it")
     filename = source_identity.locate_file(entry.file)
@@ -256,9 +266,9 @@ def _entry(path: str, i: int, item: Any) -> Entry:
         raise BaselineError(f"baseline {path}: entry {i} has unknown field(s) {sorted(unknown)}")
     if not str(item.get("reason", "")).strip():
         raise BaselineError(f"baseline {path}: entry {i} ({label}) needs a 'reason'")
-    if item.get("kind") == Kind.ERROR:
+    if item.get("kind") in (Kind.ERROR, Kind.NOT_CHECKED):
         if not item.get("message"):
-            raise BaselineError(f"baseline {path}: entry {i} (kind error) needs a 'message' pattern")
+            raise BaselineError(f"baseline {path}: entry {i} (kind {item['kind']}) needs a 'message' pattern")
         try:
             re.compile(item["message"])
         except re.error as exc:
@@ -319,6 +329,11 @@ def entries_from(
     return kept + list(written.values())
 
 
+def recorded(reports: Iterable[Report]) -> int:
+    """The findings a written baseline accepts: every failing or known one of the run."""
+    return sum(1 for r in reports for f in r.findings if f.status in (Status.FAIL, Status.KNOWN))
+
+
 def _recorded(finding: Finding, report: Report, version: str | None, today: str, earlier: Entry | None) -> Entry:
     scope = {
         "target": report.target or "*",
@@ -329,7 +344,10 @@ def _recorded(finding: Finding, report: Report, version: str | None, today: str,
     if finding.kind == Kind.ERROR:
         message = str(finding.data.get("message", "")).splitlines()[0][:200] if finding.data.get("message") else ""
         return replace(base, kind=Kind.ERROR, exception=str(finding.data.get("exception", "")),
-                       message=earlier.message if earlier else re.escape(message), where="")  # fmt: skip
+                       message=earlier.message if earlier else _pattern(message), where="")  # fmt: skip
+    if finding.kind == Kind.NOT_CHECKED:
+        return replace(base, kind=Kind.NOT_CHECKED, message=earlier.message if earlier else _pattern(finding.detail),
+                       where="")  # fmt: skip
     found = _identity(finding)
     if found is None:  # a place without readable source (another machine's, a budget's): by portable file:line
         where = f"*/{source_identity.package_path(finding.filename)}:{finding.lineno}" if finding.lineno else ""
@@ -344,6 +362,11 @@ def _recorded(finding: Finding, report: Report, version: str | None, today: str,
         line=found.line,
         where="",
     )
+
+
+def _pattern(text: str) -> str:
+    """A regular expression matching `text` as it is, readable in the file (re.escape also escapes spaces)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
 def _key(entry: Entry) -> tuple:

@@ -57,10 +57,7 @@ class TesterCheck(pytest.Item):
     def runtest(self) -> None:
         report = self.census.run(self)
         self.census.session.add_report(self, report)
-        if report.passed is False:
-            from .. import render
-
-            pytest.fail(render.render_report(report, self.census.session.root), pytrace=False)
+        self.census.session.verdict([report])
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         try:

@@ -36,7 +36,8 @@ class NosyncFixture:
         test_id = plain_nodeid(self.item.nodeid)
         if self._session is None:
             return Guard(pipeline, replace(GuardOptions(), **fields), test_id=test_id, enabled=False, **rest)
-        options = replace(self._session.guard_options(self.item), **fields)
+        check = ",".join(fields["checks"]) if "checks" in fields else ""  # the baseline's scope: the checks it runs
+        options = replace(self._session.guard_options(self.item, check), **fields)
         return Guard(pipeline, options, test_id=test_id, on_finish=self.add_report, **rest)
 
     def add_report(self, report: Report) -> None:

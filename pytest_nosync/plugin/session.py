@@ -56,7 +56,7 @@ class NosyncSession:
         self.reports: list[Report] = []  # every test's, where results arrive (this process or the xdist controller)
         self.reviews: list[baseline.Review] = []
         self.durations: dict[str, float] = {}  # test id → seconds, setup + call + teardown
-        self.written: int | None = None  # baseline entries written
+        self.written: tuple[int, int] | None = None  # (findings, entries) a --nosync-baseline-write run wrote
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
         self.started = time.time()  # traces modified since are this run's: never pruned
@@ -157,6 +157,18 @@ class NosyncSession:
     def reports_of(self, item: pytest.Item) -> list[Report]:
         return list(item.stash.get(ITEM_REPORTS, []))
 
+    def verdict(self, reports: list[Report]) -> None:
+        """Fail the test on its failing reports, with their text. A run that writes the baseline records them instead:
+        every failing finding becomes an entry of the file it writes (said at its end), and the test passes."""
+        failed = [r for r in reports if r.passed is False]
+        if not failed:
+            return
+        if self.settings.baseline_write:
+            for r in failed:
+                r.metrics["recorded"] = True
+            return
+        pytest.fail("\n\n".join(render.render_report(r, self.root) for r in failed), pytrace=False)
+
     # ---- collection --------------------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -239,9 +251,7 @@ class NosyncSession:
         else:
             with guard:
                 result = yield
-        failed = [r for r in self.reports_of(pyfuncitem) if r.passed is False]
-        if failed:
-            pytest.fail("\n\n".join(render.render_report(r, self.root) for r in failed), pytrace=False)
+        self.verdict(self.reports_of(pyfuncitem))
         return result
 
     @pytest.hookimpl(wrapper=True)
@@ -280,12 +290,14 @@ class NosyncSession:
         diffusers = run_report.diffusers_version()
         if self.baseline is not None:
             self.reviews = self.baseline.review(self.reports, diffusers)
-            if any(r.fails for r in self.reviews) and session.exitstatus == pytest.ExitCode.OK:
+            # an entry fixed or gone fails a judged run; the file a writing run writes leaves it out
+            fails = any(r.fails for r in self.reviews) and not self.settings.baseline_write
+            if fails and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.baseline_write:
             entries = baseline.entries_from(self.reports, diffusers, self.baseline)
             if self._output("--nosync-baseline-write", lambda: baseline.write(self.settings.baseline_write, entries)):
-                self.written = len(entries)
+                self.written = (baseline.recorded(self.reports), len(entries))
         cache = getattr(self.config, "cache", None)
         if cache is not None and self.per_target():  # for the next run's scheduling (xdist.longest_first)
             cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_target()})
@@ -333,7 +345,12 @@ class NosyncSession:
             line = f"{review.status.upper()} baseline #{review.index} ({where}): {review.entry.label}: {review.detail}"
             write(line, red=review.fails, yellow=not review.fails)
         if self.written is not None:
-            write(f"nosync: wrote {self.written} baseline entries to {self.settings.baseline_write}")
+            findings, entries = self.written
+            tests = sum(1 for r in self.reports if r.metrics.get("recorded"))
+            write(
+                f"nosync: {findings} findings written as known to {self.settings.baseline_write} ({entries} entries; "
+                f"{tests} failing test(s) recorded, not failed)"
+            )
         for sentence in self.unwritten:
             write(sentence, red=True)
 

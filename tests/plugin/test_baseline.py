@@ -72,7 +72,11 @@ def test_stale_entry_fails_the_run(pytester: pytest.Pytester) -> None:
 def test_write_a_baseline_from_the_run_then_pass_with_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TESTS)
     first = pytester.runpytest("--nosync", "--nosync-baseline-write=new.json")
-    first.assert_outcomes(failed=2)
+    first.assert_outcomes(passed=2)  # recorded, not failed: every failure is an entry of the file it wrote
+    assert first.ret == pytest.ExitCode.OK
+    first.stdout.fnmatch_lines(
+        ["nosync: 2 findings written as known to new.json (2 entries; 2 failing test(s) recorded, not failed)"]
+    )
     doc = json.loads((pytester.path / "new.json").read_text())
     assert {e["where"] for e in doc["entries"]} == {
         "*/diffusers/schedulers/sched.py:12",
@@ -187,3 +191,49 @@ def test_migrate_rewrites_a_line_entry_by_the_identity_of_the_installed_line() -
     )
     assert "self.sigmas[si]" in moved.code and moved.where == ""
     assert kept == missing and "kept by line" in said[1]
+
+
+NOT_CHECKED_BODY = """
+import torch
+
+STEPS = {steps}
+
+
+def test_loop(nosync, nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    with nosync.guard(checks=["host_overhead"]) as g:
+        for _ in range(STEPS):
+            with g.step():
+                x = x + 1
+
+
+def test_plain():
+    assert {plain_passes}
+"""
+
+
+def test_a_check_that_could_not_run_is_recorded_accepted_then_fixed(pytester: pytest.Pytester) -> None:
+    """One step is too few for host_overhead: a writing run records that reason as a `not_checked` entry and is green;
+    judged by it, the run passes with the reason accepted; once the loop runs enough steps, the entry is `fixed` and
+    fails the run. A plain test's failure is no finding: the writing run still fails on it."""
+    pytester.makepyfile(test_steps=NOT_CHECKED_BODY.format(steps=1, plain_passes=True))
+    written = pytester.runpytest("--nosync", "--nosync-baseline-write=known.json")
+    written.assert_outcomes(passed=2)
+    assert written.ret == pytest.ExitCode.OK
+    (entry,) = json.loads((pytester.path / "known.json").read_text())["entries"]
+    assert entry["kind"] == "not_checked" and "ran 1 step" in entry["message"], entry
+    judged = pytester.runpytest("--nosync", "--nosync-baseline=known.json")
+    judged.assert_outcomes(passed=2)
+    assert judged.ret == pytest.ExitCode.OK
+    judged.stdout.fnmatch_lines(["ok *test_loop*1 known*"])
+
+    pytester.makepyfile(test_steps=NOT_CHECKED_BODY.format(steps=3, plain_passes=True))
+    fixed = pytester.runpytest("--nosync", "--nosync-baseline=known.json")
+    fixed.assert_outcomes(passed=2)
+    assert fixed.ret == pytest.ExitCode.TESTS_FAILED
+    fixed.stdout.fnmatch_lines(["FIXED baseline #0 *not_checked*the check reaches its verdict now: remove the entry"])
+
+    pytester.makepyfile(test_steps=NOT_CHECKED_BODY.format(steps=1, plain_passes=False))
+    unrecordable = pytester.runpytest("--nosync", "--nosync-baseline-write=known.json")
+    unrecordable.assert_outcomes(passed=1, failed=1)  # the plain test's assertion is not a finding to record
+    assert unrecordable.ret == pytest.ExitCode.TESTS_FAILED
