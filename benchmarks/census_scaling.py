@@ -19,16 +19,16 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_nosync.census_table import census_item
+from pytest_nosync.census import ids
 
 
 def class_costs(report: dict) -> dict[str, float]:
     """Seconds per tester class (its checks' durations), in the order the run collected them."""
     costs: dict[str, float] = {}
     for test in report["tests"]:
-        item = census_item(test["test_id"])
+        item = ids.parse(test["test_id"])
         if item is not None:
-            tester = item[0]
+            tester = item.tester
             costs[tester] = costs.get(tester, 0.0) + float(test["metrics"].get("duration_s", 0.0))
     return costs
 

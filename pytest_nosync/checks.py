@@ -36,6 +36,8 @@ class Check:
     per_step: bool = False  # measures each step's window (memory, ops, times, walks): it needs real step boundaries
     budget: int = 0  # failing events tolerated by default
     suite: bool = False  # the suite runs it on every target, as test_<name>
+    column: str = ""  # its column in a census table (the suite's checks): what its cells count
+    per_steady_step: bool = False  # a census cell counts the most any step after the first had, not the total
 
     @property
     def needs_sync_backend(self) -> bool:
@@ -50,16 +52,17 @@ def _check(name: str, help: str, detector: str, *kinds: Kind, **facts: object) -
 CHECKS: dict[str, Check] = dict(
     (
         _check("syncs", "no device-to-host read or blocking host-to-device copy inside a denoising step", "syncs",
-               Kind.DTOH_SYNC, Kind.HTOD_SYNC, Kind.DEVICE_SYNC, suite=True),
+               Kind.DTOH_SYNC, Kind.HTOD_SYNC, Kind.DEVICE_SYNC, suite=True, column="syncs per steady step",
+               per_steady_step=True),
         _check("graph_breaks", "one dynamo pass over the denoiser: no graph break, no recompile between steps",
                "dynamo", Kind.GRAPH_BREAK, Kind.RECOMPILE, under_emulation=Placement.PLAIN_CPU, dynamo=True,
-               suite=True),
+               suite=True, column="graph breaks, recompiles"),
         _check("recompiles", "no recompile of the compiled denoiser between steps", "dynamo", Kind.RECOMPILE,
                under_emulation=Placement.PLAIN_CPU, dynamo=True),
         _check("alloc_growth", "steady-state steps leave no memory behind (the line that allocated it)", "memory",
-               Kind.ALLOC_GROWTH, per_step=True, suite=True),
+               Kind.ALLOC_GROWTH, per_step=True, suite=True, column="growth"),
         _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
-               Kind.HOST_OVERHEAD, per_step=True, suite=True),
+               Kind.HOST_OVERHEAD, per_step=True, suite=True, column="tree walks"),
         _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
                "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY,
                per_step=True),

@@ -80,9 +80,17 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("reference", help="the reference run's report (e.g. the GPU's)")
     c.add_argument("other", help="the run to check against it (e.g. the emulated one)")
     commands.add_parser("options", help="the reference of every option, marker argument and ini key (Markdown)")
-    n = commands.add_parser("census", help="the census table (Markdown) of a --nosync-report from diffusers' tests")
-    n.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
-    n.add_argument("--title", default="Census", help="the page's heading")
+    n = commands.add_parser("census", help="a census of diffusers' tester classes: its table, or the diff of two")
+    census_commands = n.add_subparsers(dest="census_command", required=True)
+    t = census_commands.add_parser("table", help="the census table (Markdown) of a --nosync-report (the default)")
+    t.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
+    t.add_argument("--title", default="Census", help="the page's heading")
+    f = census_commands.add_parser(
+        "diff", help="what changed between two censuses, as Markdown for a pull request; exit 1 when anything got worse"
+    )
+    f.add_argument("base", help="the base's --nosync-report (e.g. the merge base's)")
+    f.add_argument("head", help="the head's --nosync-report (e.g. the pull request's)")
+    f.add_argument("--title", default="nosync census", help="the comment's heading")
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
         "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
@@ -99,12 +107,14 @@ def main(
     build_pipeline (tests pass stand-ins). A usage error (a bad argument, a file that cannot be read or written)
     is one line on stderr and SystemExit(4)."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_census_table_by_default(list(sys.argv[1:] if argv is None else argv)))
     try:
         if args.command == "compare":
             return compare_reports(args.reference, args.other)
         if args.command == "baseline":
             return migrate_baseline(args.file, args.out)
+        if args.command == "census" and args.census_command == "diff":
+            return census_diff(args.base, args.head, args.title)
         if args.command == "census":
             return census(args.report, args.title)
         if args.command == "options":
@@ -117,6 +127,13 @@ def main(
         return profile(args, targets, build)
     except UsageError as exc:
         parser.exit(USAGE_ERROR, f"{parser.prog} {args.command}: {exc}\n")
+
+
+def _census_table_by_default(argv: list[str]) -> list[str]:
+    """`census REPORT...` is `census table REPORT...`: the table came first, and its command line stays."""
+    if argv[:1] == ["census"] and len(argv) > 1 and argv[1] not in ("table", "diff", "-h", "--help"):
+        return ["census", "table", *argv[1:]]
+    return argv
 
 
 class UsageError(ValueError):
@@ -185,26 +202,49 @@ def compare_reports(reference_path: str, other_path: str) -> int:
 
 
 def census(paths: list[str], title: str) -> int:
-    """`census`: the census table of a report (or of a census run in parts), as Markdown."""
-    from .census_table import merge, render
-    from .run_report import read
+    """`census table`: the census table of a report (or of a census run in parts), as Markdown."""
+    from .census.outcomes import merge
+    from .census.table import render
 
     parts, reports, environment = [], [], {}
     for path in paths:
-        try:
-            doc, found = read(path)
-        except (OSError, ValueError) as exc:
-            raise _unreadable("the report", path, exc) from None
-        table = doc.get("census")
-        if not isinstance(table, dict) or not all(
-            isinstance(table.get(k, {}), dict) for k in ("outcomes", "not_checked")
-        ):
-            raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
-        parts.append(table)
+        doc, found, coverage = _census_of(path)
+        parts.append(coverage)
         reports += found
         environment = environment or doc.get("environment") or {}
     print(render(reports, merge(parts), environment, title), end="")
     return 0
+
+
+def census_diff(base_path: str, head_path: str, title: str) -> int:
+    """`census diff`: 1 when anything got worse from the base to the head."""
+    from .census.diff import NothingInCommon, diff
+
+    base, head = (_census_of(path) for path in (base_path, head_path))
+    try:
+        result = diff(base[1], base[2], head[1], head[2])
+    except NothingInCommon as exc:
+        raise UsageError(f"{base_path} and {head_path}: {exc}") from None
+    print(result.markdown(title, base[0].get("environment", {}), head[0].get("environment", {})), end="")
+    return 1 if result.worse else 0
+
+
+def _census_of(path: str) -> tuple[dict[str, Any], list[Report], Any]:
+    """A report's document, its tests' reports and its census's coverage; a usage error for a file that is not one,
+    or holds a census of another schema."""
+    from .census.outcomes import CensusSchemaError, Coverage
+    from .run_report import read
+
+    try:
+        doc, found = read(path)
+    except (OSError, ValueError) as exc:
+        raise _unreadable("the report", path, exc) from None
+    if "census" not in doc:
+        raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
+    try:
+        return doc, found, Coverage.from_dict(doc["census"], path)
+    except CensusSchemaError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def diagnose_file(path: str, json_out: str | None) -> int:

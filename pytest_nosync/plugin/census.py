@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..census import ids
+from ..census.outcomes import CheckOutcome, Coverage, Verdict, import_error, outcome_of, skipped
 from ..checks import SUITE_CHECKS
 from ..findings import Report
 
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
     from .changed import Selection
     from .session import NosyncSession
 
-CENSUS = "nosync"  # the item's name prefix: nosync[<check>]
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
+OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
 
 class TesterCheck(pytest.Item):
@@ -47,15 +49,22 @@ class TesterCheck(pytest.Item):
         self.census = census
         # Kept as collected: pytest-xdist's loadgroup appends `@<group>` to the node id in its workers.
         self.check_id = self.nodeid
+        self.class_id = ids.parse(self.nodeid).tester  # type: ignore[union-attr]  # named by ids.item_name
         for mark in (pytest.mark.gpu, pytest.mark.nosync, pytest.mark.xdist_group(self.class_id)):
             self.add_marker(mark)
 
     @property
-    def class_id(self) -> str:
-        return self.check_id.rsplit("::", 1)[0]
+    def pipeline_name(self) -> str:
+        return getattr(inspect.getattr_static(self.tester_class, "pipeline_class", None), "__name__", "")
 
     def runtest(self) -> None:
-        report = self.census.run(self)
+        try:
+            report = self.census.run(self)
+        except pytest.skip.Exception as exc:  # not checkable here: counted with its reason
+            reason = str(exc.msg).removeprefix("not checked: ").removeprefix("not checkable: ")
+            self.user_properties.append((OUTCOME_KEY, skipped(reason, self.pipeline_name).to_dict()))
+            raise
+        self.user_properties.append((OUTCOME_KEY, outcome_of(report, self.pipeline_name).to_dict()))
         self.census.session.add_report(self, report)
         self.census.session.verdict([report])
 
@@ -86,7 +95,7 @@ class Census:
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
         self.hub: Installation | None = None
         self.selection: Selection | None = None  # what --nosync-changed selected
-        self.outcomes: dict[str, dict[str, str]] = {}  # tester class id → check → passed/failed/skip reason
+        self.coverage = Coverage()  # each check's outcome, and the test modules that could not be imported
         self.header: list[str] = []  # what the run checks, said after collection
         self.workers_header: list[str] = []  # the same, as xdist's workers said it (the controller collects nothing)
         self._froze = False  # whether this run froze the objects collection left (gc.freeze), to unfreeze them
@@ -117,7 +126,7 @@ class Census:
             own = list(collect())
             return own + [
                 TesterCheck.from_parent(
-                    node, name=f"{CENSUS}[{check}]", tester_class=tester_class, check=check, census=self
+                    node, name=ids.item_name(check), tester_class=tester_class, check=check, census=self
                 )
                 for check in SUITE_CHECKS
             ]
@@ -300,48 +309,31 @@ class Census:
 
     # ---- coverage ------------------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Where results arrive (this process, or the xdist controller): a check's verdict, or why it did not run.
-        from ..census_table import census_item
-
-        name = census_item(report.nodeid)
-        if name is None:
+        # Where results arrive (this process, or the xdist controller): each check's outcome, as its item said it.
+        parsed = ids.parse(report.nodeid)
+        if parsed is None:
             return
-        if report.when == "call" or (report.skipped and report.when == "setup"):
-            outcome = report.outcome
-            if report.skipped:
-                longrepr = report.longrepr
-                outcome = (longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)).removeprefix("Skipped: ")
-            self.outcomes.setdefault(name[0], {})[f"{CENSUS}[{name[1]}]"] = outcome
+        said = next((value for name, value in report.user_properties if name == OUTCOME_KEY), None)
+        if said is not None and report.when == "call":
+            self.coverage.add(parsed.tester, parsed.column, CheckOutcome.from_dict(said))
+        elif report.failed and report.when in ("setup", "call"):  # the harness itself broke before any verdict
+            why = str(report.longrepr).strip().splitlines()[-1:] or ["an error"]
+            self.coverage.add(parsed.tester, parsed.column, CheckOutcome(Verdict.NOT_CHECKED, False, why[0][:200]))
 
-    def coverage(self) -> tuple[int, int, dict[str, list[str]]]:
-        """(tester classes, checked, reason → classes not checked)."""
-        reasons: dict[str, list[str]] = {}
-        checked = 0
-        for class_id, outcomes in self.outcomes.items():
-            skipped = [o for o in outcomes.values() if o not in ("passed", "failed")]
-            if skipped and len(skipped) == len(outcomes):
-                reasons.setdefault(skipped[0].removeprefix("not checked: "), []).append(class_id)
-            else:
-                checked += 1
-        return len(self.outcomes), checked, reasons
-
-    def document(self) -> dict[str, Any]:
-        """The coverage for the JSON report: every tester class, each check's outcome or why it did not run."""
-        total, checked, reasons = self.coverage()
-        return {"classes": total, "checked": checked, "not_checked": reasons, "outcomes": self.outcomes}
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # A test module that could not be imported hides its testers: counted, with the error's last line.
+        if report.failed and report.nodeid.endswith(".py"):
+            error = import_error(str(report.longrepr))
+            modules = self.coverage.import_failures.setdefault(error, [])
+            if report.nodeid not in modules:
+                modules.append(report.nodeid)
 
     @pytest.hookimpl(trylast=True)  # in the nosync section, after the session's lines
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         for line in self.workers_header:
             terminalreporter.write_line(line)
-        total, checked, reasons = self.coverage()
-        if not total:
-            return
-        not_checked = total - checked
-        line = f"nosync: {checked} of {total} pipeline classes checked"
-        terminalreporter.write_line(line + (f"; {not_checked} not checked:" if not_checked else ""))
-        for reason, classes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
-            terminalreporter.write_line(f"  {len(classes)} × {reason} (e.g. {classes[0]})", yellow=True)
+        for line in self.coverage.summary():
+            terminalreporter.write_line(line, yellow=line.startswith("  "), red="could not be imported" in line)
 
 
 def _skip_beyond_fixed_steps(tester: Tester, check: str, pipe: Any, steps: int) -> None:

@@ -325,8 +325,9 @@ class NosyncSession:
             ],
             "seconds_per_target": self.per_target(),
         }
-        if self.census is not None and self.census.outcomes:
-            extra["census"] = self.census.document()
+        census = self.census.coverage if self.census is not None else None
+        if census is not None and (census.outcomes or census.import_failures):
+            extra["census"] = census.to_dict()
         doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)
         run_report.write(self.settings.report, doc)
 

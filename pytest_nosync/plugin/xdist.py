@@ -140,9 +140,6 @@ def check_worker_count(config: pytest.Config, share: bool) -> None:
         )
 
 
-CHECK_ITEM = "::nosync["  # a tester class's check: `<module>::<Class>::nosync[<check>]` (plugin.census)
-
-
 def group_of(nodeid: str, targets: Collection[str]) -> str:
     """The work unit `--dist loadgroup` should make of a test: its `@<group>` where xdist could add one; else, for the
     tests this plugin groups, the group read from the id itself (a tester class's checks share their class, a built-in
@@ -151,11 +148,14 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
     Why not xdist's suffix alone: xdist passes the group to its scheduler by rewriting the worker's node ids, which
     pytest 9.2's structured ids ignore; every test then became its own unit, and a tester's four checks built and
     calibrated its pipeline on up to four workers (pytest-dev/pytest-xdist#1386)."""
+    from ..census import ids
+
     plain = plain_nodeid(nodeid)
     if plain != nodeid:
         return nodeid[len(plain) + 1 :]
-    if CHECK_ITEM in nodeid and nodeid.endswith("]"):
-        return nodeid[: nodeid.rindex(CHECK_ITEM)]
+    census = ids.parse(nodeid)
+    if census is not None:
+        return census.tester
     if nodeid.endswith("]") and "[" in nodeid:
         params = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
         target = next((p for p in params if p in targets), None)

@@ -148,13 +148,17 @@ def test_gpu_selects_only_the_checks_which_run_real_steps(pytester: pytest.Pytes
     pytester.makepyfile(test_pipelines=TESTERS.format(read=False))
     result = pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", "--nosync-report=report.json")
     result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines(["nosync: 2 of 2 pipeline classes checked"])
+    result.stdout.fnmatch_lines(["nosync: 8 of 8 checks reached a verdict; 2 of 2 pipeline classes fully checked"])
     doc = json.loads((pytester.path / "report.json").read_text())
     steps = {(t["test_id"].split("::")[1], t["check"]): t["steps"] for t in doc["tests"]}
     # 10 steps at strength 0.2 run 2: the check asks for enough (alloc_growth: the scheduler's warm-up + 2)
     assert steps[("TestLoop", "syncs")] == 2 and steps[("TestLoop", "alloc_growth")] == 3
     assert steps[("NetPipelineFastTests", "syncs")] == 2  # its denoiser, `net`, was found by its calls
-    assert doc["census"]["classes"] == 2 and doc["census"]["checked"] == 2
+    census = doc["census"]
+    assert (census["checks"], census["verdicts"]["checked"], census["classes"], census["fully_checked"]) == (8, 8, 2, 2)
+    assert census["outcomes"]["test_pipelines.py::TestLoop"]["syncs"] == {
+        "verdict": "checked", "passed": True, "reason": "", "accepted": False, "pipeline": "LoopPipeline"
+    }  # fmt: skip
 
 
 def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_ids(
@@ -162,7 +166,8 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
 ) -> None:
     """`--dist loadgroup` keeps a tester's checks on one worker and reports their ids as `<id>@<group>`: the
     coverage, the report's census section and the table still name each class and check once."""
-    from pytest_nosync import census_table
+    from pytest_nosync.census import table
+    from pytest_nosync.census.outcomes import Coverage
     from pytest_nosync.findings import Report
 
     # tests.twins, in the workers; the rest of the path stays (the plugin and diffusers may be installed there)
@@ -193,7 +198,7 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
     assert all(len(w) == 1 for w in workers.values()), workers
     # what the workers collected is said once by the controller, which collects nothing itself
     result.stdout.fnmatch_lines(
-        ["nosync: 2 pipeline tester class(es), 8 check(s)", "nosync: 2 of 2 pipeline classes checked"]
+        ["nosync: 2 pipeline tester class(es), 8 check(s)", "nosync: 8 of 8 checks reached a verdict; 2 of 2 *"]
     )
     assert result.stdout.str().count("pipeline tester class(es)") == 1
     doc = json.loads((pytester.path / "r.json").read_text())
@@ -202,8 +207,8 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
         "test_pipelines.py::TestLoop",
     ]
     assert not [t["test_id"] for t in doc["tests"] if "@" in t["test_id"]]
-    table = census_table.rows([Report.from_dict(t) for t in doc["tests"]], doc["census"])
-    assert [(r["tester"], r["syncs"].split(":")[0]) for r in table] == [
+    rows = table.rows([Report.from_dict(t) for t in doc["tests"]], Coverage.from_dict(doc["census"]))
+    assert [(r.short_tester, r.cells["syncs"].text().split(":")[0]) for r in rows] == [
         ("test_pipelines.py::TestLoop", "1"),
         ("test_pipelines.py::NetPipelineFastTests", "0"),
     ]
@@ -223,7 +228,11 @@ def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pyt
     result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=3, failed=1)
     out = result.stdout.str()
-    assert "nosync: 1 of 4 pipeline classes checked; 3 not checked:" in out, out
+    assert (
+        "nosync: 0 of 4 checks reached a verdict; 0 of 4 pipeline classes fully checked; 1 raised, 3 not checkable "
+        "here:" in out
+    ), out
+    assert "  1 check(s) of 1 class(es) raised (their failures say where)" in out
     assert "NeedsABackend needs a_backend_nobody_has, not installed here" in out
     assert "get_dummy_components() needs a module that is not installed: No module named 'not_installed" in out
     assert "get_dummy_inputs takes resolution, which the census does not know how to give" in out
@@ -404,7 +413,7 @@ def test_a_pipeline_that_steps_only_copies_of_its_scheduler_is_stepped_by_its_pr
     result = pytester.runpytest("-m", "gpu", "--nosync", *args)
     result.assert_outcomes(passed=5, failed=1)
     out = result.stdout.str()
-    assert "nosync: 3 of 3 pipeline classes checked" in out, out
+    assert "nosync: 6 of 6 checks reached a verdict; 3 of 3 pipeline classes fully checked" in out, out
     assert "FAILED test_copied.py::MaskReadingFastTests::nosync[syncs]" in out
     line = loop_pipeline.line_of("reads the row's mask", loop_pipeline.CopiedSchedulersPipeline)
     result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×2, step 1 ×2*"])

@@ -1,5 +1,6 @@
-"""The census table (census_table, `python -m pytest_nosync census`): one row per tester class from a run's report,
-also from a census run in parts."""
+"""The census as data and Markdown (pytest_nosync.census, `python -m pytest_nosync census`): one row per tester class
+from a run's report, a cell per check that shows a number only where the check reached its verdict, a census run in
+parts, the coverage it adds up to, and the diff of two censuses."""
 
 from __future__ import annotations
 
@@ -8,29 +9,46 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_nosync import census_table, run_report
-from pytest_nosync.findings import Finding, Phase, Report, Status
+import pytest
+
+from pytest_nosync import run_report
+from pytest_nosync.census import ids, outcomes, table
+from pytest_nosync.census.diff import NothingInCommon, diff
+from pytest_nosync.census.outcomes import CheckOutcome, Coverage, Verdict
+from pytest_nosync.findings import Finding, Phase, Report, Status, not_checked_finding
 
 UNIPC = "/ckpt/src/diffusers/schedulers/scheduling_unipc_multistep.py:886"
+CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
 
 
 def _report(tester: str, check: str, *findings: Finding) -> Report:
     test_id = f"tests/pipelines/{tester}::nosync[{check}]@tests/pipelines/{tester}"  # as xdist's loadgroup says it
-    pipeline = tester.split("::")[1].removesuffix("FastTests")
-    return Report(list(findings), test_id=test_id, check=check, target=tester, metrics={"pipeline": pipeline})
+    return Report(list(findings), test_id=test_id, check=check, target=tester)
 
 
-def _sync(step: int | None, where: str = UNIPC, status: Status = Status.FAIL) -> Finding:
+def _sync(step: int | None, where: str = UNIPC, status: Status = Status.FAIL, count: int = 2) -> Finding:
     phase = Phase.IN_STEP if step is not None else Phase.AFTER_STEPS
-    return Finding("htod_sync", where, step=step, phase=phase, count=2, status=status)
+    return Finding("htod_sync", where, step=step, phase=phase, count=count, status=status)
 
 
 WAN = "wan/test_wan.py::WanFastTests"
 FLUX = "flux/test_flux.py::FluxFastTests"
 GLM = "glm/test_glm.py::GlmFastTests"
+SANA = "sana/test_sana_sprint.py::SanaSprintFastTests"
 
 
-def _parts() -> tuple[list[Report], dict, list[Report], dict]:
+def _coverage(reports: list[Report], pipeline: str, **others: CheckOutcome) -> Coverage:
+    coverage = Coverage()
+    for r in reports:
+        parsed = ids.parse(r.test_id)
+        coverage.add(parsed.tester, parsed.column, outcomes.outcome_of(r, pipeline))
+    for where, outcome in others.items():
+        tester, column = where.split(":")
+        coverage.add(f"tests/pipelines/{dict(sana=SANA, glm=GLM)[tester]}", column, outcome)
+    return coverage
+
+
+def _parts() -> tuple[list[Report], Coverage, list[Report], Coverage]:
     first = [
         _report(WAN, "syncs", _sync(0), _sync(1), _sync(1, status=Status.KNOWN), _sync(None)),
         _report(
@@ -39,54 +57,173 @@ def _parts() -> tuple[list[Report], dict, list[Report], dict]:
         _report(WAN, "alloc_growth"),
         _report(WAN, "host_overhead"),
     ]
-    first_census = {"classes": 1, "checked": 1, "not_checked": {}, "outcomes": {f"tests/pipelines/{WAN}": {}}}
-    second = [_report(FLUX, check) for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")]
-    second_census = {
-        "classes": 2,
-        "checked": 1,
-        "not_checked": {"needs a hub repository": [f"tests/pipelines/{GLM}"]},
-        "outcomes": {f"tests/pipelines/{FLUX}": {}, f"tests/pipelines/{GLM}": {}},
-    }
-    return first, first_census, second, second_census
+    second = [_report(FLUX, check) for check in CHECKS]
+    hub = outcomes.skipped("get_dummy_components() needs a hub repository this machine cannot get: x", "GlmPipeline")
+    return (
+        first,
+        _coverage(first, "WanPipeline"),
+        second,
+        _coverage(second, "FluxPipeline", **{f"glm:{c}": hub for c in CHECKS}),
+    )
 
 
 def test_a_row_counts_a_steady_steps_syncs_known_included_and_names_their_places() -> None:
-    first, census, _, _ = _parts()
-    (row,) = census_table.rows(first, census)
+    first, coverage, _, _ = _parts()
+    (row,) = table.rows(first, coverage)
     # step 1 had 2 + 2 (the known one counts: the census maps what the code does); after the steps does not count
-    assert row["syncs"] == "4: `diffusers/schedulers/scheduling_unipc_multistep.py:886`"
-    assert row["graph"] == "1: `diffusers/models/wan.py:10`"
-    assert (row["growth"], row["walks"], row["note"]) == ("0", "0", "")
+    assert row.cells["syncs"].text() == "4: `diffusers/schedulers/scheduling_unipc_multistep.py:886`"
+    assert row.cells["graph_breaks"].text() == "1: `diffusers/models/wan.py:10`"
+    assert (row.cells["alloc_growth"].text(), row.cells["host_overhead"].text(), row.note) == ("0", "0", "")
+    assert row.pipeline == "WanPipeline"
 
 
 def test_a_place_without_a_file_is_named_as_it_is() -> None:
-    generated = _report(WAN, "syncs", _sync(1, where="<eval_with_key>.21:18"))
-    (row,) = census_table.rows([generated], {})
-    assert row["syncs"] == "2: `<eval_with_key>.21:18`"
+    generated = [_report(WAN, "syncs", _sync(1, where="<eval_with_key>.21:18"))]
+    (row,) = table.rows(generated, _coverage(generated, "WanPipeline"))
+    assert row.cells["syncs"].text() == "2: `<eval_with_key>.21:18`"
 
 
-def test_parts_of_one_census_merge_into_one_table() -> None:
-    first, first_census, second, second_census = _parts()
-    merged = census_table.merge([first_census, second_census])
-    assert (merged["classes"], merged["checked"]) == (3, 2)
-    table = census_table.rows(first + second, merged)
-    assert [r["tester"] for r in table] == [
-        "test_flux.py::FluxFastTests",
-        "test_wan.py::WanFastTests",
-        "test_glm.py::GlmFastTests",
-    ]  # fmt: skip  (by pipeline; unknown last)
-    assert table[2]["note"] == "not checked: needs a hub repository" and table[2]["syncs"] == "—"
-    assert table[0]["syncs"] == "0"
+def test_a_check_without_a_verdict_shows_why_and_no_number() -> None:
+    """A zero is a claim: a check that could not run, was not checkable, or whose pipeline raised shows no number,
+    whatever its report holds."""
+    ran_one = not_checked_finding("the call ran 1 of the 2 denoising steps the check asked for").with_status(
+        Status.FAIL
+    )
+    error = Finding("error", "/x/diffusers/pipelines/p.py:3", step=0, status=Status.FAIL, detail="ValueError: no")
+    reports = [
+        _report(SANA, "syncs", _sync(1), ran_one),  # a sync seen before the check said it could not judge
+        _report(SANA, "graph_breaks", error),
+    ]
+    capped = outcomes.skipped(
+        "SanaSprintPipeline runs 2 denoising step(s) a call whatever num_inference_steps asks (...); alloc_growth "
+        "needs 3",
+        "SanaSprintPipeline",
+    )
+    coverage = _coverage(reports, "SanaSprintPipeline", **{"sana:alloc_growth": capped})
+    wan = [_report(WAN, check) for check in CHECKS]  # another class ran every check: SanaSprint's last did not run
+    row = next(r for r in table.rows(reports + wan, outcomes.merge([coverage, _coverage(wan, "WanPipeline")]))
+               if r.pipeline == "SanaSprintPipeline")  # fmt: skip
+    assert row.cells["syncs"].text() == "not checked: ran 1 of 2 steps"
+    assert row.cells["graph_breaks"].text() == "raised"
+    assert row.cells["alloc_growth"].text() == "not checked: capped at 2 steps"
+    assert row.cells["host_overhead"].text() == "not run"
+    assert row.note == "raises: ValueError: no"
+    assert coverage.count(Verdict.CHECKED) == 0 and coverage.fully_checked == 0 and len(coverage.all()) == 3
+
+
+def test_parts_of_one_census_merge_into_one_table_and_coverage() -> None:
+    first, first_coverage, second, second_coverage = _parts()
+    merged = outcomes.merge([first_coverage, second_coverage])
+    assert (len(merged.all()), merged.count(Verdict.CHECKED), len(merged.outcomes), merged.fully_checked) == (
+        12,
+        8,
+        3,
+        2,
+    )
+    rows = table.rows(first + second, merged)
+    assert [(r.pipeline, r.short_tester) for r in rows] == [
+        ("FluxPipeline", "test_flux.py::FluxFastTests"),
+        ("GlmPipeline", "test_glm.py::GlmFastTests"),
+        ("WanPipeline", "test_wan.py::WanFastTests"),
+    ]
+    glm = rows[1]
+    assert {c.text() for c in glm.cells.values()} == {"not checked: hub repository missing"}
+    assert glm.note.startswith("not checked: get_dummy_components() needs a hub repository")
+    assert rows[0].cells["syncs"].text() == "0"
+
+
+def test_the_coverage_counts_checks_and_fully_checked_classes_with_grouped_reasons() -> None:
+    *_, coverage = _parts()
+    coverage.import_failures["ModuleNotFoundError: No module named 'requests_mock'"] = ["a/test_a.py", "b/test_b.py"]
+    assert coverage.summary() == [
+        "nosync: 4 of 8 checks reached a verdict; 1 of 2 pipeline classes fully checked; 4 not checkable here:",
+        "  4 check(s) of 1 class(es) not checkable here: get_dummy_components() needs a hub repository this machine "
+        "cannot get: x (e.g. tests/pipelines/glm/test_glm.py::GlmFastTests::syncs)",
+        "nosync: 2 test module(s) could not be imported: ModuleNotFoundError: No module named 'requests_mock' — "
+        "install diffusers' test dependencies (docs/census/README.md lists them) (e.g. a/test_a.py)",
+    ]
+    again = Coverage.from_dict(json.loads(json.dumps(coverage.to_dict())))
+    assert again.summary() == coverage.summary()
+
+
+def test_a_collection_error_names_its_last_line() -> None:
+    text = (
+        "ImportError while importing test module 'x.py'.\nTraceback:\n  ...\n"
+        "E   ModuleNotFoundError: No module named 'x'"
+    )
+    assert outcomes.import_error(text) == "ModuleNotFoundError: No module named 'x'"
+
+
+def _write(tmp_path: Path, name: str, reports: list[Report], coverage: Coverage, diffusers: str = "0.40.0") -> str:
+    doc = run_report.document(reports, {"diffusers": diffusers, "backend": "cuda"}, {"census": coverage.to_dict()})
+    (tmp_path / name).write_text(json.dumps(doc))
+    return str(tmp_path / name)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_nosync", *args], capture_output=True, text=True)
 
 
 def test_the_command_renders_a_census_run_in_parts(tmp_path: Path) -> None:
-    first, first_census, second, second_census = _parts()
-    paths = []
-    for i, (reports, census) in enumerate([(first, first_census), (second, second_census)]):
-        doc = run_report.document(reports, {"diffusers": "0.40.0.dev0", "backend": "cuda"}, {"census": census})
-        paths.append(tmp_path / f"part{i}.json")
-        paths[-1].write_text(json.dumps(doc))
-    done = subprocess.run([sys.executable, "-m", "pytest_nosync", "census", *map(str, paths), "--title", "T"],
-                          capture_output=True, text=True, check=True)  # fmt: skip
-    assert "2 of 3 pipeline tester classes checked; 1 with a sync in their steady steps, 0 raised." in done.stdout
+    first, first_coverage, second, second_coverage = _parts()
+    paths = [_write(tmp_path, "p0.json", first, first_coverage), _write(tmp_path, "p1.json", second, second_coverage)]
+    done = _cli("census", *paths, "--title", "T")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "8 of 12 checks reached a verdict; 2 of 3 pipeline tester classes fully checked; 1 with a sync in their "
+        "steady steps, 0 raised." in done.stdout
+    )
     assert done.stdout.count("\n| ") == 5  # the header, its separator and three classes
+    assert _cli("census", "table", *paths).stdout == _cli("census", *paths, "--title", "Census").stdout
+
+
+def test_a_census_of_another_schema_is_one_sentence(tmp_path: Path) -> None:
+    first, coverage, _, _ = _parts()
+    doc = run_report.document(first, {}, {"census": {"classes": 1, "checked": 1, "not_checked": {}, "outcomes": {}}})
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    for args in (("census", str(tmp_path / "old.json")), ("census", "diff", str(tmp_path / "old.json"),
+                                                          _write(tmp_path, "new.json", first, coverage))):  # fmt: skip
+        done = _cli(*args)
+        assert done.returncode == 4 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and "has a census of schema none, not pytest-nosync-census/2" in done.stderr
+
+
+def _synced(count: int, where: str = UNIPC) -> list[Report]:
+    return [_report(WAN, "syncs", _sync(1, where=where, count=count)), *(_report(WAN, c) for c in CHECKS[1:])]
+
+
+def test_the_diff_names_a_new_sync_and_a_check_that_stopped_reaching_its_verdict(tmp_path: Path) -> None:
+    base = _synced(2)
+    head = [
+        _report(WAN, "syncs", _sync(1, count=2), _sync(1, where="/x/diffusers/pipelines/wan/pipeline_wan.py:641")),
+        _report(WAN, "graph_breaks", not_checked_finding("dynamo captured no graph of the denoiser in 2 call(s)")),
+        *(_report(WAN, c) for c in CHECKS[2:]),
+    ]
+    result = diff(base, _coverage(base, "WanPipeline"), head, _coverage(head, "WanPipeline"))
+    assert [(c.column, c.base.text(), c.head.text(), c.added) for c in result.worse] == [
+        ("graph_breaks", "0", "not checked: no graph captured", []),
+        ("syncs", "2: `diffusers/schedulers/scheduling_unipc_multistep.py:886`", "4: "
+         "`diffusers/schedulers/scheduling_unipc_multistep.py:886`, `diffusers/pipelines/wan/pipeline_wan.py:641`",
+         ["diffusers/pipelines/wan/pipeline_wan.py:641"]),
+    ]  # fmt: skip
+    paths = (
+        _write(tmp_path, "base.json", base, _coverage(base, "WanPipeline")),
+        _write(tmp_path, "head.json", head, _coverage(head, "WanPipeline"), "0.41.0"),
+    )
+    done = _cli("census", "diff", *paths)
+    assert done.returncode == 1, done.stderr
+    assert "diffusers 0.40.0 (base) → 0.41.0 (head)" in done.stdout and "**1 got worse**, 0 better" in done.stdout
+    assert "| WanPipeline | test_wan.py::WanFastTests | syncs per steady step | 2: " in done.stdout
+    better = _cli("census", "diff", paths[1], paths[0])
+    assert better.returncode == 0 and "**0 got worse**, 1 better" in better.stdout
+
+
+def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: Path) -> None:
+    first, first_coverage, second, second_coverage = _parts()
+    with pytest.raises(NothingInCommon):
+        diff(first, first_coverage, second, second_coverage)
+    done = _cli(
+        "census", "diff", _write(tmp_path, "a.json", first, first_coverage), _write(tmp_path, "b.json", second,
+                                                                                     second_coverage)
+    )  # fmt: skip
+    assert done.returncode == 4 and "ran no pipeline class in common" in done.stderr and done.stdout == ""

@@ -57,7 +57,9 @@ CASES = [
     (("census", "object.json"), "object.json is not a pytest-nosync report"),
     (("census", "bad-tests.json"), "bad-tests.json is not a pytest-nosync report: a test's entry does not read"),
     (("census", "report.json"), "report.json has no census: run diffusers' tests with --nosync"),
-    (("census", "bad-census.json"), "bad-census.json has no census"),
+    (("census", "bad-census.json"), "bad-census.json has a census of schema int, not pytest-nosync-census/2"),
+    (("census", "diff", "report.json", "bad-census.json"), "report.json has no census"),
+    (("census", "diff", "bad-census.json"), "the following arguments are required: head"),
     (("compare", "missing.json", "report.json"), "cannot read the report missing.json: it does not exist"),
     (("compare", "report.json", "object.json"), "object.json is not a pytest-nosync report"),
     # baseline migrate: a baseline

@@ -32,7 +32,7 @@ AREAS = (
             "baseline",
             "devices",
             "step_cost",
-            "census_table",
+            "census",
         ),
     ),
     ("detectors", ("detectors",)),

@@ -1,0 +1,130 @@
+"""What changed between two censuses — the merge base's and a pull request's — as Markdown fit for a pull-request
+comment or `$GITHUB_STEP_SUMMARY`:
+
+    python -m pytest_nosync census diff base.json head.json
+
+Per class and check run in both: a count that grew (syncs per steady step, graph breaks, growth, walks) is worse, with
+the places it added; a check that reached its verdict in the base and not in the head (it raised, could not run, was
+not checkable) is worse; the reverse of either is better. A class or check run in one census only (a changed-only
+head runs a few classes) is named, not judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..findings import Report
+from .outcomes import Coverage
+from .table import Cell, Row, column_title, rows
+
+
+class NothingInCommon(ValueError):
+    """The two censuses ran no class and check in common: nothing to compare."""
+
+
+@dataclass(frozen=True)
+class Change:
+    pipeline: str
+    tester: str
+    column: str
+    base: Cell
+    head: Cell
+
+    @property
+    def worse(self) -> bool:
+        if self.base.checked != self.head.checked:
+            return self.base.checked  # it stopped reaching its verdict
+        return self.head.checked and self.head.count > self.base.count
+
+    @property
+    def better(self) -> bool:
+        if self.base.checked != self.head.checked:
+            return self.head.checked
+        return self.head.checked and self.head.count < self.base.count
+
+    @property
+    def added(self) -> list[str]:
+        return [p for p in self.head.places if p not in self.base.places]
+
+    @property
+    def removed(self) -> list[str]:
+        return [p for p in self.base.places if p not in self.head.places]
+
+    def cells(self) -> tuple[str, ...]:
+        tester = self.tester.rsplit("/", 1)[-1]
+        places = ", ".join(f"`{p}`" for p in self.added) or "—"
+        gone = ", ".join(f"`{p}`" for p in self.removed) or "—"
+        return (self.pipeline, tester, column_title(self.column), self.base.text(), self.head.text(), places, gone)
+
+
+@dataclass
+class CensusDiff:
+    changes: list[Change]
+    compared: int  # classes run in both
+    only_base: list[str] = field(default_factory=list)
+    only_head: list[str] = field(default_factory=list)
+
+    @property
+    def worse(self) -> list[Change]:
+        return [c for c in self.changes if c.worse]
+
+    @property
+    def better(self) -> list[Change]:
+        return [c for c in self.changes if c.better]
+
+    def markdown(self, title: str, base_env: Mapping[str, Any], head_env: Mapping[str, Any]) -> str:
+        worse_classes = len({c.tester for c in self.worse})
+        better_classes = len({c.tester for c in self.better})
+        lines = [
+            f"## {title}",
+            "",
+            f"diffusers {base_env.get('diffusers')} (base) → {head_env.get('diffusers')} (head), backend "
+            f"{head_env.get('backend')} ({head_env.get('device')}): {self.compared} pipeline classes run in both; "
+            f"**{worse_classes} got worse**, {better_classes} better, "
+            f"{self.compared - len({c.tester for c in self.changes if c.worse or c.better})} unchanged.",
+        ]
+        if self.only_head or self.only_base:
+            lines += ["", f"Run in one census only (not judged): {len(self.only_head)} in the head, "
+                      f"{len(self.only_base)} in the base."]  # fmt: skip
+        for heading, chosen in (("Worse", self.worse), ("Better", self.better)):
+            if not chosen:
+                continue
+            lines += [
+                "",
+                f"### {heading}",
+                "",
+                "| pipeline | tester | check | base | head | places added | places gone |",
+                "| --- | --- | --- | --- | --- | --- | --- |",
+            ]
+            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in change.cells()) + " |" for change in chosen]
+        if not self.worse and not self.better:
+            lines += ["", "Nothing changed in the classes run in both."]
+        return "\n".join(lines) + "\n"
+
+
+def diff(base_reports: Iterable[Report], base: Coverage, head_reports: Iterable[Report], head: Coverage) -> CensusDiff:
+    """The changes from the base census to the head's, over the classes and checks both ran."""
+    base_rows = {r.tester: r for r in rows(base_reports, base)}
+    head_rows = {r.tester: r for r in rows(head_reports, head)}
+    common = sorted(t for t in set(base_rows) & set(head_rows) if _shared(base_rows[t], head_rows[t]))
+    if not common:
+        raise NothingInCommon("the two censuses ran no pipeline class in common")
+    changes = []
+    for tester in common:
+        was, now = base_rows[tester], head_rows[tester]
+        for column in _shared(was, now):
+            change = Change(now.pipeline, tester, column, was.cells[column], now.cells[column])
+            if change.worse or change.better:
+                changes.append(change)
+    return CensusDiff(
+        sorted(changes, key=lambda c: (c.pipeline, c.tester, c.column)),
+        len(common),
+        sorted(set(base_rows) - set(head_rows)),
+        sorted(set(head_rows) - set(base_rows)),
+    )
+
+
+def _shared(base: Row, head: Row) -> list[str]:
+    return [c for c in head.cells if c in base.cells and base.cells[c].outcome and head.cells[c].outcome]

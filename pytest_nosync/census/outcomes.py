@@ -1,0 +1,189 @@
+"""What each check of a census reached, and the coverage those outcomes add up to.
+
+A check's outcome is one of four verdicts: `checked` (it ran and judged: passed, or failed on what it found),
+`raised` (the pipeline raised: an `error` finding), `not checked` (it could not reach its verdict, for a reason that
+can change with the code under test: a `not_checked` finding, which fails unless the baseline accepts it) and
+`skipped` (not checkable here, for a property of the pipeline or of this machine: counted with its reason, never
+failed or passed). Only `checked` is a verdict on what the check is about; the coverage counts checks, and a class is
+fully checked when every check of it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..findings import Kind, Report, Status, _Named
+
+SCHEMA = "pytest-nosync-census/2"
+ACCEPTED = (Status.KNOWN, Status.ALLOWED)
+
+
+class Verdict(_Named):
+    CHECKED = "checked"
+    RAISED = "raised"
+    NOT_CHECKED = "not checked"
+    SKIPPED = "skipped"
+
+
+class CensusSchemaError(ValueError):
+    """A census document this version cannot read; the message says why, one sentence."""
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One check's outcome. `reason`: why it raised, could not run or was skipped; `accepted`: a baseline entry accepts
+    the raise or the not-checked; `pipeline`: the class its tester builds."""
+
+    verdict: Verdict
+    passed: bool | None = None
+    reason: str = ""
+    accepted: bool = False
+    pipeline: str = ""
+
+    def __post_init__(self) -> None:
+        if type(self.verdict) is not Verdict:
+            object.__setattr__(self, "verdict", Verdict(self.verdict))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": str(self.verdict)}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CheckOutcome:
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+
+def outcome_of(report: Report, pipeline: str = "") -> CheckOutcome:
+    """The outcome a check's report says: a raise first (what was seen before it is no verdict), then a check that
+    could not run, else its verdict."""
+    for kind, verdict in ((Kind.ERROR, Verdict.RAISED), (Kind.NOT_CHECKED, Verdict.NOT_CHECKED)):
+        found = report.of_kind(kind)
+        if found:
+            accepted = all(f.status in ACCEPTED for f in found)
+            return CheckOutcome(verdict, report.passed, found[0].detail, accepted, pipeline)
+    return CheckOutcome(Verdict.CHECKED, report.passed, pipeline=pipeline)
+
+
+def skipped(reason: str, pipeline: str = "") -> CheckOutcome:
+    return CheckOutcome(Verdict.SKIPPED, reason=reason, pipeline=pipeline)
+
+
+Outcomes = dict[str, dict[str, CheckOutcome]]  # tester class id → check (column) → its outcome
+
+
+@dataclass
+class Coverage:
+    """The outcomes of a run (or of a census run in parts), and the test modules that could not be imported (their
+    error's last line → the modules)."""
+
+    outcomes: Outcomes = field(default_factory=dict)
+    import_failures: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, tester: str, column: str, outcome: CheckOutcome) -> None:
+        self.outcomes.setdefault(tester, {})[column] = outcome
+
+    def all(self) -> list[CheckOutcome]:
+        return [o for checks in self.outcomes.values() for o in checks.values()]
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for o in self.all() if o.verdict == verdict)
+
+    @property
+    def fully_checked(self) -> int:
+        return sum(1 for checks in self.outcomes.values() if all(o.verdict == Verdict.CHECKED for o in checks.values()))
+
+    def reasons(self, *verdicts: Verdict) -> dict[str, list[str]]:
+        """Why checks of these verdicts did not reach one: reason → `<tester>::<check>`, most frequent first."""
+        out: dict[str, list[str]] = {}
+        for tester, checks in self.outcomes.items():
+            for column, o in checks.items():
+                if o.verdict in verdicts:
+                    out.setdefault(o.reason, []).append(f"{tester}::{column}")
+        return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
+
+    def summary(self) -> list[str]:
+        """The coverage as the run's summary says it: checks and fully checked classes, then the grouped reasons."""
+        lines = []
+        checks = len(self.all())
+        if checks:
+            raised, not_checked = self.count(Verdict.RAISED), self.count(Verdict.NOT_CHECKED)
+            skipped_ = self.count(Verdict.SKIPPED)
+            line = (
+                f"nosync: {self.count(Verdict.CHECKED)} of {checks} checks reached a verdict; {self.fully_checked} of "
+                f"{len(self.outcomes)} pipeline classes fully checked"
+            )
+            others = [f"{n} {what}" for n, what in ((raised, "raised"), (not_checked, "not checked"),
+                                                     (skipped_, "not checkable here")) if n]  # fmt: skip
+            lines.append(line + (f"; {', '.join(others)}:" if others else ""))
+            if raised:
+                testers = {t for t, checks in self.outcomes.items() for o in checks.values() if o.verdict == "raised"}
+                lines.append(f"  {raised} check(s) of {len(testers)} class(es) raised (their failures say where)")
+            for verdict, said in ((Verdict.NOT_CHECKED, "not checked"), (Verdict.SKIPPED, "not checkable here")):
+                for reason, where in self.reasons(verdict).items():
+                    testers = {w.rsplit("::", 1)[0] for w in where}
+                    accepted = sum(1 for w in where if self._outcome(w).accepted)
+                    note = f", {accepted} accepted by the baseline" if accepted else ""
+                    lines.append(
+                        f"  {len(where)} check(s) of {len(testers)} class(es) {said}{note}: {reason} (e.g. {where[0]})"
+                    )
+        for error, modules in sorted(self.import_failures.items(), key=lambda kv: -len(kv[1])):
+            lines.append(
+                f"nosync: {len(modules)} test module(s) could not be imported: {error}{_import_hint(error)} "
+                f"(e.g. {modules[0]})"
+            )
+        return lines
+
+    def _outcome(self, where: str) -> CheckOutcome:
+        tester, column = where.rsplit("::", 1)
+        return self.outcomes[tester][column]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "checks": len(self.all()),
+            "verdicts": {str(v): self.count(v) for v in Verdict},
+            "classes": len(self.outcomes),
+            "fully_checked": self.fully_checked,
+            "reasons": self.reasons(Verdict.RAISED, Verdict.NOT_CHECKED, Verdict.SKIPPED),
+            "import_failures": self.import_failures,
+            "outcomes": {t: {c: o.to_dict() for c, o in checks.items()} for t, checks in self.outcomes.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Any, source: str = "the report") -> Coverage:
+        """A census document's coverage; CensusSchemaError when it is of another schema (an older release's)."""
+        if not isinstance(raw, Mapping) or raw.get("schema") != SCHEMA:
+            found = raw.get("schema", "none") if isinstance(raw, Mapping) else type(raw).__name__
+            raise CensusSchemaError(
+                f"{source} has a census of schema {found}, not {SCHEMA}: census it again with this pytest-nosync"
+            )
+        outcomes = {
+            tester: {column: CheckOutcome.from_dict(o) for column, o in checks.items()}
+            for tester, checks in raw.get("outcomes", {}).items()
+        }
+        return cls(outcomes, {k: list(v) for k, v in raw.get("import_failures", {}).items()})
+
+
+def merge(parts: Iterable[Coverage]) -> Coverage:
+    """One census from runs over disjoint parts of a checkout."""
+    merged = Coverage()
+    for part in parts:
+        for tester, checks in part.outcomes.items():
+            merged.outcomes.setdefault(tester, {}).update(checks)
+        for error, modules in part.import_failures.items():
+            merged.import_failures.setdefault(error, []).extend(modules)
+    return merged
+
+
+def import_error(text: str) -> str:
+    """The line that says why a test module could not be imported, from pytest's collection error text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    said = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return (said or lines or ["an unknown error"])[-1][:200]
+
+
+def _import_hint(error: str) -> str:
+    if error.startswith(("ModuleNotFoundError", "ImportError")):
+        return " — install diffusers' test dependencies (docs/census/README.md lists them)"
+    return ""

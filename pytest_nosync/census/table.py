@@ -1,0 +1,192 @@
+"""The census as a table: one row per pipeline tester class of a checked diffusers, from a run's JSON report.
+
+    python -m pytest_nosync census report.json [--title "diffusers main at 58eb52c0, H100"] > docs/census-main.md
+
+Each row: the pipeline, its tester, and a cell per check (the columns come from the checks' registry, CHECKS) saying
+what the check found — syncs per steady step (the steps after the first, whose count is what every further step of a
+real call costs) with their places, graph breaks and recompiles, steady-state growth, module-tree walks — or, where
+it reached no verdict, `raised` or `not checked: <why>`: a number is only shown for a check that ran. Known issues
+(the baseline's) count as found: the census maps what the code does, the baseline only decides what fails.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..checks import CHECKS, SUITE_CHECKS
+from ..findings import Kind, Location, Phase, Report, Status
+from ..source_identity import package_path
+from . import ids
+from .outcomes import CheckOutcome, Coverage, Verdict
+
+COUNTED = (Status.FAIL, Status.KNOWN, Status.BUDGET)  # what the code does, whatever the policy made of it
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one check of one class says: its outcome, and where it reached a verdict, its count (syncs per steady step
+    for a per-steady-step check, else every event in the steps) and the places it found, with their events."""
+
+    outcome: CheckOutcome | None  # None: the check did not run in this census
+    count: int = 0
+    places: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def checked(self) -> bool:
+        return self.outcome is not None and self.outcome.verdict == Verdict.CHECKED
+
+    def text(self) -> str:
+        outcome = self.outcome
+        if outcome is None:
+            return "not run"
+        if outcome.verdict == Verdict.RAISED:
+            return "raised"
+        if outcome.verdict in (Verdict.NOT_CHECKED, Verdict.SKIPPED):
+            return f"not checked: {short_reason(outcome.reason)}"
+        if not self.places:
+            return "0"
+        return f"{self.count}: {_top(self.places)}"
+
+
+@dataclass
+class Row:
+    pipeline: str
+    tester: str  # the tester class's id
+    cells: dict[str, Cell]  # column (a check, or check-scenario) → its cell
+    note: str = ""
+
+    @property
+    def short_tester(self) -> str:
+        return self.tester.rsplit("/", 1)[-1]
+
+
+def columns(coverage: Coverage) -> list[str]:
+    """The census's columns: the suite's checks in CHECKS' order, then any other column its outcomes have."""
+    seen = {column for checks in coverage.outcomes.values() for column in checks}
+    return [c for c in SUITE_CHECKS if c in seen or not seen] + sorted(seen - set(SUITE_CHECKS))
+
+
+def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:
+    """The table's rows, sorted by pipeline (unknown last)."""
+    by_class: dict[str, dict[str, Report]] = {}
+    for report in reports:
+        parsed = ids.parse(report.test_id)
+        if parsed is not None:
+            by_class.setdefault(parsed.tester, {})[parsed.column] = report
+    out = []
+    wanted = columns(coverage)
+    for tester in sorted(set(by_class) | set(coverage.outcomes)):
+        checks, outcomes = by_class.get(tester, {}), coverage.outcomes.get(tester, {})
+        cells = {column: _cell(column, outcomes.get(column), checks.get(column)) for column in wanted}
+        pipeline = next((o.pipeline for o in outcomes.values() if o.pipeline), "") or _pipeline_of(checks.values())
+        out.append(Row(pipeline or "—", tester, cells, _note(outcomes.values(), checks.values())))
+    return sorted(out, key=lambda r: (r.pipeline == "—", r.pipeline, r.short_tester))
+
+
+def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[str, Any], title: str) -> str:
+    table = rows(reports, coverage)
+    wanted = columns(coverage)
+    with_syncs = sum(1 for r in table if "syncs" in r.cells and r.cells["syncs"].checked and r.cells["syncs"].count)
+    raised = sum(1 for r in table if any(c.outcome and c.outcome.verdict == Verdict.RAISED for c in r.cells.values()))
+    checks = len(coverage.all())
+    lines = [
+        f"# {title}",
+        "",
+        f"diffusers {environment.get('diffusers')}, torch {environment.get('torch')}, backend "
+        f"{environment.get('backend')} ({environment.get('device')}). {coverage.count(Verdict.CHECKED)} of {checks} "
+        f"checks reached a verdict; {coverage.fully_checked} of {len(coverage.outcomes)} pipeline tester classes "
+        f"fully checked; {with_syncs} with a sync in their steady steps, {raised} raised.",
+        "",
+        "| pipeline | tester | " + " | ".join(column_title(c) for c in wanted) + " | notes |",
+        "| --- | --- | " + " | ".join("---" for _ in wanted) + " | --- |",
+    ]
+    for row in table:
+        cells = (row.pipeline, row.short_tester, *(row.cells[c].text() for c in wanted), row.note)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def column_title(column: str) -> str:
+    check, _, scenario = column.partition("-")
+    title = CHECKS[check].column or check if check in CHECKS else column
+    return f"{title} ({scenario})" if scenario else title
+
+
+def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> Cell:
+    if outcome is None or outcome.verdict != Verdict.CHECKED or report is None:
+        return Cell(outcome)
+    check = CHECKS.get(column.split("-")[0])
+    kinds = check.kinds if check is not None else frozenset()
+    found = [f for f in report.findings if f.kind in kinds and f.phase == Phase.IN_STEP and f.status in COUNTED]
+    places: Counter[str] = Counter()
+    for f in found:
+        places[_short(f.where)] += f.count
+    if check is not None and check.per_steady_step:
+        per_step: Counter[int] = Counter()
+        for f in found:
+            if f.step is not None and f.step > 0:
+                per_step[f.step] += f.count
+        count = max(per_step.values(), default=0)
+    else:
+        count = sum(f.count for f in found)
+    return Cell(outcome, count, dict(places))
+
+
+def _top(places: Mapping[str, int], n: int = 3) -> str:
+    ranked = Counter(places).most_common()
+    shown = ", ".join(f"`{place}`" for place, _ in ranked[:n])
+    return shown + (f" (+{len(ranked) - n})" if len(ranked) > n else "")
+
+
+def _short(where: Location) -> str:
+    """The place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
+    file = where.file.replace("\\", "/")
+    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
+        return str(where)
+    at = file.rfind("/diffusers/")
+    inside = file[at + 1 :] if at >= 0 else package_path(where.file)
+    return str(Location(inside, where.line))
+
+
+def _pipeline_of(reports: Iterable[Report]) -> str:
+    return next((str(r.metrics["pipeline"]) for r in reports if r.metrics.get("pipeline")), "")
+
+
+def _note(outcomes: Iterable[CheckOutcome], reports: Iterable[Report]) -> str:
+    """Why the class's checks did not all reach a verdict: the first raise, else the distinct reasons."""
+    for report in reports:
+        for f in report.findings:
+            if f.kind == Kind.ERROR:
+                return f"raises: {str(f.detail).split(' (diffusers')[0][:120]}"
+    reasons = dict.fromkeys(o.reason for o in outcomes if o.verdict in (Verdict.NOT_CHECKED, Verdict.SKIPPED))
+    return "; ".join(f"not checked: {r}"[:240] for r in reasons)
+
+
+# Our own reasons, as a cell says them: (pattern, short form with the pattern's groups)
+_SHORT = (
+    (r"ran (\d+) of the (\d+) denoising steps", r"ran \1 of \2 steps"),
+    (r"runs (\d+) denoising step\(s\) a call whatever num_inference_steps asks", r"capped at \1 steps"),
+    (r"dynamo captured no graph", "no graph captured"),
+    (r"No module named '([\w.]+)'", r"needs \1"),
+    (r"requires the (\w+) library", r"needs \1"),
+    (r"needs ([\w, ]+), not installed here", r"needs \1"),
+    (r"hub repository", "hub repository missing"),
+    (r"skips: (Deprecated)?", "skips itself"),
+    (r"no denoising loop", "no denoising loop"),
+    (r"takes (\w+), which the census does not know", r"inputs not understood"),
+    (r"is called once per step", "no per-step denoiser"),
+    (r"cannot be checked on the emulated device", "not on the emulated device"),
+)
+
+
+def short_reason(reason: str) -> str:
+    """A reason short enough for a table cell: a known one's gist, else its start."""
+    for pattern, short in _SHORT:
+        match = re.search(pattern, reason)
+        if match:
+            return match.expand(short)
+    return reason if len(reason) <= 40 else reason[:39].rstrip() + "…"
