@@ -161,11 +161,29 @@ def test_gpu_selects_only_the_checks_which_run_real_steps(pytester: pytest.Pytes
     }  # fmt: skip
 
 
+MISSING_DEPENDENCY = """
+import a_test_dependency_not_installed  # diffusers' tests import requests_mock, parameterized, ftfy...
+"""
+
+
+def test_a_tester_module_that_cannot_be_imported_is_counted_and_fails_the_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=False), test_needs_more=MISSING_DEPENDENCY)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED  # pytest stops at a collection error, and says so
+    result.stdout.fnmatch_lines(
+        [
+            "nosync: 1 test module(s) could not be imported: ModuleNotFoundError: No module "
+            "named 'a_test_dependency_not_installed' — install diffusers' test dependencies*"
+        ]
+    )
+
+
 def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_ids(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--dist loadgroup` keeps a tester's checks on one worker and reports their ids as `<id>@<group>`: the
-    coverage, the report's census section and the table still name each class and check once."""
+    coverage, the report's census section and the table still name each class and check once. A tester module that
+    cannot be imported (a test dependency missing) is counted with its error, and the run fails."""
     from pytest_nosync.census import table
     from pytest_nosync.census.outcomes import Coverage
     from pytest_nosync.findings import Report
@@ -173,7 +191,7 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
     # tests.twins, in the workers; the rest of the path stays (the plugin and diffusers may be installed there)
     here = str(Path(__file__).resolve().parents[2])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
-    pytester.makepyfile(test_pipelines=TESTERS.format(read=True))
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=True), test_needs_more=MISSING_DEPENDENCY)
     result = pytester.runpytest_subprocess(
         "-m",
         "gpu",
@@ -188,7 +206,14 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
         "--nosync-report=r.json",
         "-v",
     )
-    result.assert_outcomes(passed=7, failed=1)
+    result.assert_outcomes(passed=7, failed=1, errors=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "nosync: 1 test module(s) could not be imported: ModuleNotFoundError: No module named "
+            "'a_test_dependency_not_installed' — install diffusers' test dependencies * (e.g. test_needs_more.py)"
+        ]
+    )
     workers: dict[str, set[str]] = {}  # class → the workers its checks ran on: one each, its pipeline built once
     for line in result.outlines:
         if line.startswith("[gw") and "::nosync[" in line:
