@@ -175,7 +175,7 @@ _SHORT = (
     (r"requires the (\w+) library", r"needs \1"),
     (r"needs ([\w, ]+), not installed here", r"needs \1"),
     (r"hub repository", "hub repository missing"),
-    (r"skips: (Deprecated)?", "skips itself"),
+    (r"skips: (Deprecated)?|skips itself", "skips itself"),
     (r"no denoising loop", "no denoising loop"),
     (r"takes (\w+), which the census does not know", r"inputs not understood"),
     (r"is called once per step", "no per-step denoiser"),

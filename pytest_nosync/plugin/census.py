@@ -316,6 +316,10 @@ class Census:
         said = next((value for name, value in report.user_properties if name == OUTCOME_KEY), None)
         if said is not None and report.when == "call":
             self.coverage.add(parsed.tester, parsed.column, CheckOutcome.from_dict(said))
+        elif report.skipped and report.when == "setup":  # the tester class skips itself (a decorator, a mark)
+            longrepr = report.longrepr
+            reason = (longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)).removeprefix("Skipped: ")
+            self.coverage.add(parsed.tester, parsed.column, skipped(f"the tester skips itself: {reason}"))
         elif report.failed and report.when in ("setup", "call"):  # the harness itself broke before any verdict
             why = str(report.longrepr).strip().splitlines()[-1:] or ["an error"]
             self.coverage.add(parsed.tester, parsed.column, CheckOutcome(Verdict.NOT_CHECKED, False, why[0][:200]))

@@ -63,6 +63,7 @@ class NetPipelineFastTests(unittest.TestCase):  # the unittest style, get_dummy_
 NOT_DRIVABLE = """
 import unittest
 
+import pytest
 import torch
 from diffusers.utils import DummyObject
 
@@ -102,6 +103,17 @@ class PlaceholderFastTests(unittest.TestCase):
 
     def get_dummy_inputs(self, device, seed=0):
         return {}
+
+
+@pytest.mark.skipif(True, reason="test requires accelerator+PyTorch")  # GLM-Image's tester, on a machine without GPU
+class SkipsItselfFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8)}
 
 
 class RaisesFastTests(unittest.TestCase):
@@ -251,12 +263,13 @@ def test_a_sync_in_a_testers_loop_fails_at_its_line(pytester: pytest.Pytester) -
 def test_what_cannot_be_checked_is_counted_with_its_reason_and_a_raise_fails(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_not_drivable=NOT_DRIVABLE)
     result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
-    result.assert_outcomes(skipped=3, failed=1)
+    result.assert_outcomes(skipped=4, failed=1)
     out = result.stdout.str()
     assert (
-        "nosync: 0 of 4 checks reached a verdict; 0 of 4 pipeline classes fully checked; 1 raised, 3 not checkable "
+        "nosync: 0 of 5 checks reached a verdict; 0 of 5 pipeline classes fully checked; 1 raised, 4 not checkable "
         "here:" in out
     ), out
+    assert "the tester skips itself: test requires accelerator+PyTorch" in out
     assert "  1 check(s) of 1 class(es) raised (their failures say where)" in out
     assert "NeedsABackend needs a_backend_nobody_has, not installed here" in out
     assert "get_dummy_components() needs a module that is not installed: No module named 'not_installed" in out
