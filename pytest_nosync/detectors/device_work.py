@@ -3,8 +3,9 @@
 A test whose tensors stayed on the host (a CUDA-written test run on the CPU with a CPU fallback, a pipeline never
 moved) would pass every sync check without one being possible. Under emulation the count is the ops that ran on
 the emulated device; on CUDA, the allocations the caching allocator served (nearly every device op makes an
-output). A pipeline whose denoiser is not on the backend's device when the steps begin checked nothing either (a
-marked test may move its pipeline in the body, before the steps).
+output), or a sync seen (`float()` of a tensor already on the GPU allocates nothing, and reads it). A pipeline whose
+denoiser is not on the backend's device when the steps begin checked nothing either (a marked test may move its
+pipeline in the body, before the steps).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import torch
 
 from .. import devices
-from ..findings import Report
+from ..findings import SYNC_KINDS, Finding, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
@@ -32,6 +33,7 @@ class DeviceWorkDetector(Detector):
         self._before = self._after = 0
         self._misplaced: str | None = None
         self._placed = False
+        self._synced = False  # a sync was seen: the device was used, whatever was allocated
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
@@ -56,10 +58,14 @@ class DeviceWorkDetector(Detector):
     def work(self) -> int:
         return self._after - self._before
 
+    def reconcile(self, findings: list[Finding]) -> list[Finding]:
+        self._synced = any(f.kind in SYNC_KINDS for f in findings)
+        return findings
+
     def unchecked(self) -> str | None:
         if self._misplaced:
             return self._misplaced
-        if self.work or not self.options.device_work:
+        if self.work or self._synced or not self.options.device_work:
             return None
         seen = "no allocation on the GPU" if self.options.backend == "cuda" else "no op ran on the emulated device"
         return f"{seen} in this guarded block, so no sync could happen or be seen: {HOW}"
