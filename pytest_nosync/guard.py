@@ -177,6 +177,8 @@ class Guard:
         findings = merge(findings)
         for detector in self._detectors:
             findings = detector.reconcile(findings)
+        for detector in self._detectors:
+            detector.settled(findings)
         if self._completed == 0 and self._step is None:
             # No step was ever marked: the whole block is the step under test.
             findings = [_with_phase(f, Phase.IN_STEP, 0) if f.phase == Phase.BEFORE_STEPS else f for f in findings]

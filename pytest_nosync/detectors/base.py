@@ -62,7 +62,8 @@ class Detector:
     """Base class: override what you need. `disarm` must restore every global `arm` changed.
 
     The guard calls arm → (on_step_begin/on_step_end/on_region)* → disarm (also when the block raised), then
-    `findings()` and `reconcile()`, judges, and hands the judged report to `conclude()` for metrics and files.
+    `findings()`, `reconcile()`, `settled()` and `unchecked()`, judges, and hands the judged report to `conclude()`
+    for metrics and files.
     """
 
     name = "detector"
@@ -98,6 +99,9 @@ class Detector:
 
     def use_trace_from(self, tracer: Any) -> None:
         """For `uses_profiler` detectors: read `tracer.load_trace()` (one profiler session per guard)."""
+
+    def settled(self, findings: list[Finding]) -> None:
+        """The findings once every detector has reconciled them (the profiler's own included), before `unchecked`."""
 
     def unchecked(self) -> str | None:
         """After the block: why this detector could not check what it claims (None: it did)."""

@@ -58,9 +58,8 @@ class DeviceWorkDetector(Detector):
     def work(self) -> int:
         return self._after - self._before
 
-    def reconcile(self, findings: list[Finding]) -> list[Finding]:
-        self._synced = any(f.kind in SYNC_KINDS for f in findings)
-        return findings
+    def settled(self, findings: list[Finding]) -> None:
+        self._synced = any(f.kind in SYNC_KINDS for f in findings)  # the profiler's too: after every reconcile
 
     def unchecked(self) -> str | None:
         if self._misplaced:
