@@ -169,7 +169,7 @@ def _note(outcomes: Iterable[CheckOutcome], reports: Iterable[Report]) -> str:
 # Our own reasons, as a cell says them: (pattern, short form with the pattern's groups)
 _SHORT = (
     (r"ran (\d+) of the (\d+) denoising steps", r"ran \1 of \2 steps"),
-    (r"runs (\d+) denoising step\(s\) a call whatever num_inference_steps asks", r"capped at \1 steps"),
+    (r"runs (\d+) denoising step\(s\) a call whatever num_inference_steps asks", r"capped at \1 step(s)"),
     (r"dynamo captured no graph", "no graph captured"),
     (r"No module named '([\w.]+)'", r"needs \1"),
     (r"requires the (\w+) library", r"needs \1"),

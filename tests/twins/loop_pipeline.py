@@ -56,6 +56,7 @@ class LoopPipeline(DiffusionPipeline):
         prior_steps: int = 0,
         read_in_prior: bool = False,
         x0_step: bool = False,
+        only_once: bool = False,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
@@ -64,6 +65,9 @@ class LoopPipeline(DiffusionPipeline):
         num_inference_steps = num_inference_steps or len(timesteps or ())
         if only_steps is not None and num_inference_steps != only_steps:  # SanaSprint's SCM takes 2 steps, no other
             raise ValueError(f"only {only_steps} steps are supported")
+        if only_once and getattr(self, "_called", False):  # a first call leaves state every later call trips on
+            raise RuntimeError("Expected all tensors to be on the same device")
+        self._called = True
         self._x0_step = x0_step
         if prior_steps:  # Stable unCLIP's prior: a loop of its own, behind a progress bar, before the denoiser's
             latents = self._prior(latents, prior_steps, read_in_prior, iterate)

@@ -105,7 +105,7 @@ def test_a_check_without_a_verdict_shows_why_and_no_number() -> None:
                if r.pipeline == "SanaSprintPipeline")  # fmt: skip
     assert row.cells["syncs"].text() == "not checked: ran 1 of 2 steps"
     assert row.cells["graph_breaks"].text() == "raised"
-    assert row.cells["alloc_growth"].text() == "not checked: capped at 2 steps"
+    assert row.cells["alloc_growth"].text() == "not checked: capped at 2 step(s)"
     assert row.cells["host_overhead"].text() == "not run"
     assert row.note == "raises: ValueError: no"
     assert coverage.count(Verdict.CHECKED) == 0 and coverage.fully_checked == 0 and len(coverage.all()) == 3
