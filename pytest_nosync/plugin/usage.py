@@ -118,9 +118,18 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
         return None
     shipped = Path(path).resolve() == SHIPPED_BASELINE.resolve()
     try:
-        return baseline.Baseline.load(path, shipped=shipped)
+        known = baseline.Baseline.load(path, shipped=shipped)
     except baseline.BaselineError as exc:
         raise pytest.UsageError(f"--nosync-baseline: {exc}") from None
+    version = run_report.diffusers_version()
+    if not shipped and not settings.baseline_write and known.entries and not known.applying(version):
+        # written on another release: judged by it, every finding would fail as new, for no change of the code's
+        ranges = ", ".join(sorted({e.diffusers for e in known.entries if e.diffusers}))
+        raise pytest.UsageError(
+            f"--nosync-baseline: {path} was written for diffusers {ranges} and none of its {len(known.entries)} "
+            f"entries applies to the diffusers under test ({version}): write one on it with --nosync-baseline-write"
+        )
+    return known
 
 
 def check_outputs(settings: Settings) -> None:

@@ -237,3 +237,20 @@ def test_a_check_that_could_not_run_is_recorded_accepted_then_fixed(pytester: py
     unrecordable = pytester.runpytest("--nosync", "--nosync-baseline-write=known.json")
     unrecordable.assert_outcomes(passed=1, failed=1)  # the plain test's assertion is not a finding to record
     assert unrecordable.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_baseline_written_on_another_diffusers_is_one_sentence(pytester: pytest.Pytester) -> None:
+    """Judged by a file none of whose entries applies to the diffusers under test, every finding would fail as new:
+    a usage error before anything runs; writing over it (keeping its entries) is allowed."""
+    pytester.makepyfile(TESTS)
+    entry = {"where": "*/diffusers/schedulers/sched.py:12", "reason": "main's", "diffusers": ">=99.0"}
+    _write(pytester.path / "other.json", [entry])
+    result = pytester.runpytest("--nosync", "--nosync-baseline=other.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.stderr.lines if line.strip()]
+    assert (
+        "other.json was written for diffusers >=99.0 and none of its 1 entries applies to the diffusers under test"
+        in line
+    )
+    written = pytester.runpytest("--nosync", "--nosync-baseline=other.json", "--nosync-baseline-write=new.json")
+    assert written.ret == pytest.ExitCode.OK
