@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .guard_options import GuardOptions
     from .policy import AllowEntry, Policy
     from .render import render_report
+    from .suite.scenarios import NotApplicable, apply_scenario
 
 _HOMES = {
     "AllowEntry": "policy",
@@ -31,8 +32,10 @@ _HOMES = {
     "Frame": "findings",
     "Guard": "guard",
     "GuardOptions": "guard_options",
+    "NotApplicable": "suite.scenarios",
     "Policy": "policy",
     "Report": "findings",
+    "apply_scenario": "suite.scenarios",
     "execution_device": "devices",
     "nosync_guard": "guard",
     "render_report": "render",
@@ -43,8 +46,10 @@ __all__ = [
     "Frame",
     "Guard",
     "GuardOptions",
+    "NotApplicable",
     "Policy",
     "Report",
+    "apply_scenario",
     "execution_device",
     "nosync_guard",
     "render_report",

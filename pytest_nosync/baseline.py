@@ -60,6 +60,7 @@ class Entry:
     check: str = "*"
     test: str = "*"
     backend: str = "*"
+    scenario: str = "*"
     diffusers: str = ""
     until: str = ""
     upstream: str = ""
@@ -78,14 +79,16 @@ class Entry:
     @property
     def label(self) -> str:
         ref = f" ({self.upstream})" if self.upstream else ""
-        return f"{self.kind} at {self.place} in {self.target}/{self.check}{ref}"
+        scenario = f" under {self.scenario}" if self.scenario != "*" else ""
+        return f"{self.kind} at {self.place} in {self.target}/{self.check}{scenario}{ref}"
 
-    def in_scope(self, test_id: str, target: str, check: str, backend: str = "") -> bool:
+    def in_scope(self, test_id: str, target: str, check: str, backend: str = "", scenario: str = "plain") -> bool:
         return (
             fnmatch.fnmatchcase(target or "", self.target)
             and fnmatch.fnmatchcase(check or "", self.check)
             and fnmatch.fnmatchcase(test_id or "", self.test)
             and (not backend or fnmatch.fnmatchcase(backend, self.backend))
+            and fnmatch.fnmatchcase(scenario or "plain", self.scenario)
         )
 
     def applies_to(self, diffusers_version: str | None) -> bool:
@@ -203,10 +206,12 @@ class Baseline:
             line += f"; {self.legacy} match by line number only (python -m pytest_nosync baseline migrate)"
         return line
 
-    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = ""
-                ) -> ScopedMatcher:  # fmt: skip
+    def matcher(self, test_id: str, target: str, check: str, diffusers_version: str | None, backend: str = "",
+                scenario: str = "plain") -> ScopedMatcher:  # fmt: skip
         """A policy KnownMatcher for one test: the note of the first entry a finding matches."""
-        scoped = [(i, e) for i, e in self.applying(diffusers_version) if e.in_scope(test_id, target, check, backend)]
+        scoped = [
+            (i, e) for i, e in self.applying(diffusers_version) if e.in_scope(test_id, target, check, backend, scenario)
+        ]
         return ScopedMatcher(tuple(scoped))
 
     def review(self, reports: Iterable[Report], diffusers_version: str | None) -> list[Review]:
@@ -220,7 +225,7 @@ class Baseline:
                     matched.setdefault(index, []).append(f)
         out = []
         for i, entry in self.applying(diffusers_version):
-            if not any(entry.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports):
+            if not any(entry.in_scope(r.test_id, r.target, r.check, r.backend, r.scenario) for r in reports):
                 continue
             if i in matched:
                 lines = sorted({f.lineno for f in matched[i]} - {0})
@@ -317,13 +322,17 @@ def entries_from(
             earlier = previous.entries[index] if previous is not None and index is not None else None
             entry = _recorded(f, r, diffusers_version, today, earlier)
             written.setdefault(_key(entry), entry)
+    # a finding also seen without a scenario is about the code every scenario runs: its entry holds for them all
+    everywhere = {_key(replace(e, scenario="*", test="*")) for e in written.values() if e.scenario == "*"}
+    written = {k: e for k, e in written.items() if e.scenario == "*" or _key(replace(e, scenario="*", test="*"))
+               not in everywhere}  # fmt: skip
     kept = []
     if previous is not None:
         ran = {
             i
             for i, e in enumerate(previous.entries)
             if e.applies_to(diffusers_version)
-            and any(e.in_scope(r.test_id, r.target, r.check, r.backend) for r in reports)
+            and any(e.in_scope(r.test_id, r.target, r.check, r.backend, r.scenario) for r in reports)
         }
         kept = [e for i, e in enumerate(previous.entries) if i not in ran]
     return kept + list(written.values())
@@ -339,6 +348,7 @@ def _recorded(finding: Finding, report: Report, version: str | None, today: str,
         "target": report.target or "*",
         "check": report.check or "*",
         "test": "*" if report.target else report.test_id,  # without a target, the test itself is the scope
+        "scenario": report.scenario if report.scenario not in ("", "plain") else "*",
     }
     base = earlier or Entry(reason=PLACEHOLDER_REASON, added=today, diffusers=default_range(version), **scope)
     if finding.kind == Kind.ERROR:
@@ -370,8 +380,8 @@ def _pattern(text: str) -> str:
 
 
 def _key(entry: Entry) -> tuple:
-    return (entry.target, entry.check, entry.test, entry.kind, entry.file, entry.function, entry.code,
-            entry.occurrence, entry.where, entry.exception)  # fmt: skip
+    return (entry.target, entry.check, entry.test, entry.scenario, entry.kind, entry.file, entry.function, entry.code,
+            entry.occurrence, entry.where, entry.exception, entry.message)  # fmt: skip
 
 
 def write(path: str, entries: list[Entry]) -> None:
@@ -382,7 +392,7 @@ def write(path: str, entries: list[Entry]) -> None:
 
 
 _ORDER = ("kind", "file", "function", "code", "occurrence", "line", "where", "exception", "message", "target", "check",
-          "test", "backend", "diffusers", "until", "reason", "upstream", "added")  # fmt: skip
+          "test", "backend", "scenario", "diffusers", "until", "reason", "upstream", "added")  # fmt: skip
 
 
 def _compact(entry: Entry) -> dict[str, Any]:

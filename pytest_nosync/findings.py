@@ -238,6 +238,7 @@ class Report:
     target: str = ""
     backend: str = ""
     steps: int = 0
+    scenario: str = "plain"  # the feature the pipeline was checked with (pytest_nosync.scenarios)
     passed: bool | None = None
     summary: str = ""
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -261,6 +262,7 @@ class Report:
             "check": self.check,
             "target": self.target,
             "backend": self.backend,
+            "scenario": self.scenario,
             "steps": self.steps,
             "passed": self.passed,
             "summary": self.summary,

@@ -83,13 +83,19 @@ def _device(backend: str) -> torch.device:
 
 
 def _misplaced(module: Any, options: GuardOptions, device: torch.device) -> str | None:
-    """Why a pipeline left elsewhere ran unobserved (it would pass), or None."""
+    """Why a pipeline left elsewhere ran unobserved (it would pass), or None. A denoiser that offloading hooks onload
+    when they run it (accelerate's, diffusers' group offloading) is where it runs, whatever it holds before."""
     parameters = getattr(module, "parameters", None)
     first = next(iter(parameters()), None) if parameters is not None else None
-    if first is None or first.device.type == device.type:
+    if first is None or first.device.type == device.type or _offloaded(module):
         return None
     return (
         f"the {options.backend} backend observes tensors on {device}, but the pipeline's {options.denoiser} was on "
         f"{first.device} when the steps began: move the pipeline first, `pipe.to(nosync_device)` (the "
         "`nosync_device` fixture; `pytest_nosync.execution_device()` outside pytest)"
     )
+
+
+def _offloaded(module: Any) -> bool:
+    hooks = getattr(getattr(module, "_diffusers_hook", None), "hooks", {}) or {}
+    return hasattr(module, "_hf_hook") or any("offload" in name for name in hooks)

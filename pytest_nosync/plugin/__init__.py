@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..findings import Report
+    from ..scenarios import Scenario
     from ..suite.targets.base import CallContext, Target
     from .fixture import NosyncFixture
     from .session import NosyncSession
@@ -149,34 +150,43 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
 
 
 @pytest.fixture
+def nosync_scenario(request: pytest.FixtureRequest) -> Scenario:
+    """The scenario the test checks its pipeline with (pytest_nosync.scenarios): one of --nosync-scenarios for the
+    suite's checks, plain where the test is not parametrized by it."""
+    from ..scenarios import PLAIN, SCENARIOS
+
+    return getattr(request, "param", None) or SCENARIOS[PLAIN]
+
+
+@pytest.fixture
 def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
     """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
     return _session(request).suite.call_context
 
 
 @pytest.fixture
-def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target) -> Any:
-    """The target's pipeline on the suite's device and dtype, built once per session."""
-    return _session(request).suite.pipeline_for(request.node, nosync_target)
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario) -> Any:
+    """The target's pipeline on the suite's device and dtype, with the test's scenario on, built once per session."""
+    return _session(request).suite.pipeline_for(request.node, nosync_target, nosync_scenario)
 
 
 @pytest.fixture
 def nosync_check(
-    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario
 ) -> Callable[[str], Report]:
-    """Run one of the suite's checks on the test's target pipeline and return its Report."""
+    """Run one of the suite's checks on the test's target pipeline (with its scenario) and return its Report."""
     suite = _session(request).suite
-    return lambda check: suite.check(request.node, nosync_target, nosync_pipeline, check)
+    return lambda check: suite.check(request.node, nosync_target, nosync_scenario, check)
 
 
 @pytest.fixture
 def nosync_step_metrics(
-    request: pytest.FixtureRequest, nosync_target: Target, nosync_pipeline: Any
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario
 ) -> Callable[[Any], Report]:
     """Measure the target's step metrics, timed through pytest-benchmark's `benchmark` fixture (given by the test),
     and judge them against the run loaded by --benchmark-compare (see plugin.benchmark)."""
     suite = _session(request).suite
-    return lambda benchmark: suite.step_metrics(request.node, nosync_target, nosync_pipeline, benchmark)
+    return lambda benchmark: suite.step_metrics(request.node, nosync_target, nosync_scenario, benchmark)
 
 
 @pytest.fixture

@@ -30,7 +30,9 @@ from ..checks import SUITE_CHECKS
 from ..findings import Report
 
 if TYPE_CHECKING:
+    from ..scenarios import Scenario
     from ..suite.hub_standins import Installation
+    from ..suite.pipelines import Prepared
     from ..suite.testers import Tester
     from .changed import Selection
     from .session import NosyncSession
@@ -42,10 +44,11 @@ OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user pr
 class TesterCheck(pytest.Item):
     """One check of one tester class's pipeline."""
 
-    def __init__(self, *, tester_class: type, check: str, census: Census, **kwargs: Any) -> None:
+    def __init__(self, *, tester_class: type, check: str, scenario: Scenario, census: Census, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tester_class = tester_class
         self.check = check
+        self.scenario = scenario
         self.census = census
         # Kept as collected: pytest-xdist's loadgroup appends `@<group>` to the node id in its workers.
         self.check_id = self.nodeid
@@ -81,7 +84,7 @@ class _Built:
     """A tester's state in this run: its driver, and its pipeline per device (or why it cannot be driven)."""
 
     tester: Tester | None = None
-    pipelines: dict[str, Any] = field(default_factory=dict)
+    pipelines: dict[tuple, Prepared] = field(default_factory=dict)  # (device, scenario, its settings) → pipeline
     not_drivable: str = ""
     error: BaseException | None = None  # the plain call raised: every check reports it as its finding
 
@@ -126,8 +129,14 @@ class Census:
             own = list(collect())
             return own + [
                 TesterCheck.from_parent(
-                    node, name=ids.item_name(check), tester_class=tester_class, check=check, census=self
+                    node,
+                    name=ids.item_name(check, scenario.name),
+                    tester_class=tester_class,
+                    check=check,
+                    scenario=scenario,
+                    census=self,
                 )
+                for scenario in self.session.suite.scenarios()
                 for check in SUITE_CHECKS
             ]
 
@@ -210,25 +219,22 @@ class Census:
 
     # ---- running -------------------------------------------------------------------------------------------------
     def run(self, item: TesterCheck) -> Report:
-        """The item's check on its tester's pipeline (see the module docstring)."""
+        """The item's check on its tester's pipeline, with the item's scenario (see the module docstring)."""
         from .. import devices
-        from ..suite.checks import run_check
-        from ..suite.guarded_call import error_report
+        from ..suite.pipelines import check
 
         ctx = self._context()
         device = devices.for_checks(ctx.device, (item.check,))
-        built, pipe = self._pipeline(item, replace(ctx, device=device))
+        ctx = replace(ctx, device=device)
+        built, prepared = self._prepared(item, ctx)
         tester = built.tester
-        options = self.session.guard_options(item, item.check, tester.name, denoiser=self._denoiser(built))
-        if built.error is not None:
-            report = error_report(built.error, options, test_id=item.check_id, check=item.check, target=tester.name)
-            report.metrics["pipeline"] = tester.pipeline_class.__name__
-            return report
-        _skip_beyond_fixed_steps(tester, item.check, pipe, ctx.steps)
+        options = self.session.guard_options(item, item.check, tester.name, item.scenario.name,
+                                             denoiser=self._denoiser(built))  # fmt: skip
+        if prepared.error is None:
+            _skip_beyond_fixed_steps(tester, item.check, prepared.pipe, ctx.steps)
         target = tester.target()
-        call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
-        report = run_check(item.check, pipe, call_kwargs, options, steps=ctx.steps, test_id=item.check_id,
-                           target=target.name)  # fmt: skip
+        report = check(prepared, item.check, lambda pipe: target.kwargs_by_steps(pipe, ctx), options, steps=ctx.steps,
+                       test_id=item.check_id, target=target.name)  # fmt: skip
         report.metrics["pipeline"] = target.pipeline_class
         report.metrics["denoiser"] = target.denoiser
         return report
@@ -277,19 +283,23 @@ class Census:
             return
         cache.set(cache_key(item.class_id), record.to_json(roots))
 
-    def _pipeline(self, item: TesterCheck, ctx: Any) -> tuple[_Built, Any]:
-        tester_class = item.tester_class
-        """The tester's pipeline on ctx's device, built and calibrated once per run; skips a tester that cannot be
-        driven here, with its reason."""
+    def _prepared(self, item: TesterCheck, ctx: Any) -> tuple[_Built, Prepared]:
+        """The tester's pipeline on ctx's device with the item's scenario (suite.pipelines: the suite's path). The
+        plain one is built and calibrated first, once per run (a scenario's pipeline is built afresh, its calibration
+        the plain one's); a tester that cannot be driven here, or a scenario that does not apply, is skipped with its
+        reason."""
+        from ..scenarios import PLAIN, SCENARIOS
         from ..suite.checks import warmed
+        from ..suite.pipelines import Prepared, prepare
         from ..suite.targets.registry import assemble
         from ..suite.testers import NotDrivable, Tester, Uncallable
 
+        tester_class = item.tester_class
         built = self._built.setdefault(tester_class, _Built())
         if built.not_drivable:
             pytest.skip(f"not checked: {built.not_drivable}")
-        key = str(ctx.device)
-        if key not in built.pipelines and built.error is None:
+        plain = (str(ctx.device), PLAIN, ())
+        if plain not in built.pipelines and built.error is None:
             try:
                 with self._recording(item):
                     built.tester = built.tester or Tester(tester_class)
@@ -297,7 +307,7 @@ class Census:
                     built.tester.prelude(pipe, ctx)
                     built.tester.calibrate(pipe, ctx)
                 warmed(pipe)
-                built.pipelines[key] = pipe
+                built.pipelines[plain] = Prepared(SCENARIOS[PLAIN], pipe)
             except NotDrivable as exc:
                 built.not_drivable = str(exc)
                 pytest.skip(f"not checked: {built.not_drivable}")
@@ -305,7 +315,22 @@ class Census:
                 built.error = exc.error
             except Exception as exc:  # the pipeline's own constructor or move raised: the checks' finding
                 built.error = exc
-        return built, built.pipelines.get(key)
+        if built.error is not None:
+            return built, Prepared(item.scenario, error=built.error)
+        key = (str(ctx.device), item.scenario.name, tuple(item.scenario.settings().items()))
+        if key not in built.pipelines:
+            tester = built.tester
+            built.pipelines[key] = prepare(
+                lambda: assemble(tester.pipeline_class, tester.components(), ctx.device, ctx.dtype),
+                item.scenario,
+                self._denoiser(built),
+                ctx.device,
+                then=lambda pipe: tester.prelude(pipe, ctx),
+            )
+        prepared = built.pipelines[key]
+        if prepared.not_applicable:
+            pytest.skip(f"not checkable: {prepared.not_applicable}")
+        return built, prepared
 
     # ---- coverage ------------------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -94,6 +94,18 @@ def check_names(raw: Any) -> tuple[str, ...]:
     return tuple(names)
 
 
+def scenario_list(raw: Any) -> tuple[Any, ...]:
+    """`NAME[:KEY=VALUE...][,NAME...]` or `all` (pytest_nosync.scenarios), or a marker's list of the same."""
+    from ..scenarios import UnknownScenario, parse
+
+    if not isinstance(raw, (str, list, tuple)):
+        raise ValueError(f"must be scenario names (a comma-separated string or a list), got {raw!r}")
+    try:
+        return parse(raw)
+    except UnknownScenario as exc:
+        raise ValueError(str(exc)) from None
+
+
 def allow_list(raw: Any) -> tuple:
     from ..policy import parse_allow
 
@@ -234,6 +246,9 @@ TABLE: tuple[Option, ...] = (
     Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
            "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool"),
     Option("targets", "comma-separated targets of the suite (default: all)", name_list),
+    Option("scenarios", "the features each pipeline is checked with (the suite's targets, diffusers' tester classes, "
+           "a marked test's pipeline): NAME[:KEY=VALUE...][,NAME...] or all; plain (the default) is the pipeline as "
+           "built (docs/scenarios.md)", scenario_list, marker=True),
     Option("steps", "denoising steps of each measured call (at least 2)", whole_number(2)),
     Option("dtype", "dtype of the suite's pipelines: bfloat16, float16 or float32 (default: bfloat16 on CUDA, float32 "
            "emulated)", dtype_name),
@@ -297,6 +312,7 @@ class Settings:
     report: str | None = None
     suite: bool = False
     targets: tuple[str, ...] = ()
+    scenarios: tuple[Any, ...] = ()  # pytest_nosync.scenarios.Scenario; () is plain alone
     steps: int = 2
     dtype: str | None = None
     device: str | None = None

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from ..policy import KnownMatcher
     from ..profiling.config import TraceConfig
+    from ..scenarios import Scenario
     from .census import Census
     from .suite_run import SuiteRun
 
@@ -59,6 +60,7 @@ class NosyncSession:
         self.written: tuple[int, int] | None = None  # (findings, entries) a --nosync-baseline-write run wrote
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
+        self._scenario_pipelines: set[int] = set()  # ids of the pipelines a marked test turned a scenario on for
         self.started = time.time()  # traces modified since are this run's: never pruned
         self._unmap_cuda = self._map_cuda()
 
@@ -73,6 +75,7 @@ class NosyncSession:
         if settings.suite:
             usage.add_suite_to_args(config)
         settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
+        usage.check_scenarios(settings)
         if role is not xdist.Role.WORKER:
             usage.check_rootdir(config)
             usage.check_outputs(settings)
@@ -115,19 +118,22 @@ class NosyncSession:
             cached = item.stash[_MARKER] = table.parse_marker(marker.args, marker.kwargs) if marker else {}
         return cached
 
-    def known_matcher(self, test_id: str, target: str, check: str) -> KnownMatcher | None:
+    def known_matcher(self, test_id: str, target: str, check: str, scenario: str = "plain") -> KnownMatcher | None:
         """The baseline's matcher for one test, or None without a baseline."""
         if self.baseline is None:
             return None
         version = run_report.diffusers_version()
-        return self.baseline.matcher(test_id, target, check, version, self.settings.backend)
+        return self.baseline.matcher(test_id, target, check, version, self.settings.backend, scenario)
 
-    def guard_options(self, item: pytest.Item, check: str = "", target: str = "", **fixed: Any) -> GuardOptions:
-        """The test's GuardOptions (plugin.options.resolve), with the baseline's matcher for (target, check);
+    def guard_options(
+        self, item: pytest.Item, check: str = "", target: str = "", scenario: str = "", **fixed: Any
+    ) -> GuardOptions:
+        """The test's GuardOptions (plugin.options.resolve), with the baseline's matcher for (target, check, scenario);
         `check` defaults to the marker's checks."""
         marker = self.marker_values(item)
         check = check or ",".join(marker.get("checks", GuardOptions.checks))
-        known = self.known_matcher(xdist.plain_nodeid(item.nodeid), target, check)
+        scenario = scenario or self.scenario_of(item).name
+        known = self.known_matcher(xdist.plain_nodeid(item.nodeid), target, check, scenario)
         settings = self.settings
         return table.resolve(settings, marker, backend=settings.backend, trace=self.trace, known=known, **fixed)
 
@@ -152,6 +158,8 @@ class NosyncSession:
     def add_report(self, item: pytest.Item, report: Report) -> None:
         """Attach a report to the test: a failing one fails it after the test body returns."""
         report.test_id = report.test_id or xdist.plain_nodeid(item.nodeid)
+        if report.scenario == "plain":
+            report.scenario = self.scenario_of(item).name
         item.stash.setdefault(ITEM_REPORTS, []).append(report)
 
     def reports_of(self, item: pytest.Item) -> list[Report]:
@@ -185,6 +193,23 @@ class NosyncSession:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "nosync_target" in metafunc.fixturenames:
             self.suite.generate_target_params(metafunc)
+            return
+        marker = metafunc.definition.get_closest_marker("nosync")
+        if marker is not None and "scenarios" in marker.kwargs:  # a marked test of the user's own pipeline
+            scenarios = table.parse_marker((), {"scenarios": marker.kwargs["scenarios"]})["scenarios"]
+            if "nosync_scenario" not in metafunc.fixturenames:
+                metafunc.fixturenames.append("nosync_scenario")
+            metafunc.parametrize("nosync_scenario", [pytest.param(s, id=s.name) for s in scenarios], indirect=True)
+
+    def scenario_of(self, item: pytest.Item) -> Scenario:
+        """The scenario a test checks its pipeline with: a census item's, the parameter of a suite's check or of a
+        marked test, else plain."""
+        from ..scenarios import PLAIN, SCENARIOS
+
+        scenario = getattr(item, "scenario", None) or getattr(getattr(item, "callspec", None), "params", {}).get(
+            "nosync_scenario"
+        )
+        return scenario if scenario is not None else SCENARIOS[PLAIN]
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         cache = getattr(self.config, "cache", None)
@@ -245,7 +270,10 @@ class NosyncSession:
 
             # The body; with a pipeline among the test's arguments, that pipeline's steps (guard.Guard's doc)
             pipeline = _pipeline_argument(pyfuncitem)
-            guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True)
+            if self._with_scenario(pyfuncitem, pipeline):
+                guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True)
+            else:  # the scenario raised: its error is the test's report, and the body does not run
+                pyfuncitem.obj = _no_body
         if guard is None:
             result = yield
         else:
@@ -253,6 +281,36 @@ class NosyncSession:
                 result = yield
         self.verdict(self.reports_of(pyfuncitem))
         return result
+
+    def _with_scenario(self, item: pytest.Function, pipeline: Any) -> bool:
+        """Turn a marked test's scenario on for its pipeline before the body runs: skipped where it does not apply;
+        False (its error reported) where turning it on raised. Each pipeline takes one scenario: a fixture that hands
+        the same pipeline to two tests would check the second with both."""
+        from ..scenarios import PLAIN
+
+        scenario = self.scenario_of(item)
+        if scenario.name == PLAIN:
+            return True
+        if pipeline is None:
+            pytest.fail(f"scenario {scenario.name}: the test has no diffusers pipeline among its arguments to turn it "
+                        "on for (a fixture that builds one)", pytrace=False)  # fmt: skip
+        if id(pipeline) in self._scenario_pipelines:
+            pytest.fail(f"scenario {scenario.name}: this pipeline already has a scenario on: build a new one per test "
+                        "(a function-scoped fixture)", pytrace=False)  # fmt: skip
+        from .. import devices
+        from ..suite.guarded_call import error_report
+        from ..suite.scenarios import NotApplicable, apply
+
+        options = self.guard_options(item)
+        self._scenario_pipelines.add(id(pipeline))
+        try:
+            apply(scenario, pipeline, options.denoiser, devices.execution_device(self.settings.backend))
+        except NotApplicable as exc:
+            pytest.skip(f"not checkable: {exc}")
+        except Exception as exc:
+            self.add_report(item, error_report(exc, options, test_id=xdist.plain_nodeid(item.nodeid)))
+            return False
+        return True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, Any]:
@@ -370,6 +428,10 @@ class NosyncSession:
         from ..emulation import cuda_map
 
         return cuda_map.install(devices.execution_device("emulate"))
+
+
+def _no_body(**arguments: Any) -> None:
+    """A marked test's body when its scenario could not be turned on: nothing of it ran."""
 
 
 def _pipeline_argument(item: pytest.Function) -> Any:

@@ -4,6 +4,7 @@ built once per run, and what the suite's fixtures do (a check, the step metrics)
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cached_property
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..findings import Report
+from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..suite.targets.base import CallContext, Target
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
 from .xdist import plain_nodeid
@@ -19,6 +21,7 @@ from .xdist import plain_nodeid
 if TYPE_CHECKING:
     import torch
 
+    from ..suite.pipelines import Prepared
     from .graph_helpers import GraphHelperRun
     from .session import NosyncSession
 
@@ -40,15 +43,35 @@ class SuiteRun:
 
         return lookup(self.settings.targets) if self.settings.targets else list(TARGETS.values())
 
+    def scenarios(self) -> tuple[Scenario, ...]:
+        """The scenarios --nosync-scenarios selects (plain alone by default)."""
+        return self.settings.scenarios or (SCENARIOS[PLAIN],)
+
     def generate_target_params(self, metafunc: pytest.Metafunc) -> None:
-        """A test that takes `nosync_target` without parametrizing it runs once per selected built-in target."""
+        """A test that takes `nosync_target` without parametrizing it runs once per selected built-in target, and per
+        selected scenario where it takes `nosync_scenario` too (the suite's checks do): `test_syncs[flux]`,
+        `test_syncs[flux-first_block_cache]`."""
         if any(m.args and m.args[0] == "nosync_target" for m in metafunc.definition.iter_markers("parametrize")):
             return  # the test parametrizes its own targets
+        # the checks take every scenario; a test of its own pipeline (a regression case) takes the plain one
+        own = set(inspect.signature(metafunc.function).parameters)
+        if not ({"nosync_check", "nosync_step_metrics"} & set(metafunc.fixturenames) or "nosync_scenario" in own):
+            metafunc.parametrize(
+                "nosync_target",
+                [pytest.param(t, id=t.name, marks=pytest.mark.xdist_group(t.name)) for t in self.selected()],
+                indirect=True,
+            )
+            return
         metafunc.parametrize(
-            "nosync_target",
-            [pytest.param(t, id=t.name, marks=pytest.mark.xdist_group(t.name)) for t in self.selected()],
+            ("nosync_target", "nosync_scenario"),
+            [
+                pytest.param(t, s, id=t.name if s.name == PLAIN else f"{t.name}-{s.name}",
+                             marks=pytest.mark.xdist_group(t.name))
+                for t in self.selected()
+                for s in self.scenarios()
+            ],
             indirect=True,
-        )
+        )  # fmt: skip
 
     def target(self, request: pytest.FixtureRequest) -> Target:
         """The Target of a test: a built-in one by name, or the test's own Target object. A target this diffusers
@@ -90,39 +113,61 @@ class SuiteRun:
             dtype = torch.bfloat16 if settings.backend == "cuda" else torch.float32
         return CallContext(device=device, dtype=dtype, steps=settings.steps)
 
-    def _key(self, target: Target, device: torch.device, dtype: torch.dtype) -> tuple:
+    def _key(self, target: Target, device: torch.device, dtype: torch.dtype, scenario: Scenario | None = None) -> tuple:
         checkpoint = self.settings.checkpoint.get(target.name)
-        return (target.name, id(target), str(device), str(dtype), checkpoint)
+        scenario = scenario or SCENARIOS[PLAIN]
+        return (target.name, id(target), str(device), str(dtype), scenario.name, tuple(scenario.settings().items()),
+                checkpoint)  # fmt: skip
 
     def built(self, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
-        """The target's pipeline if a test of this run has built it, else None (builds nothing)."""
-        return self._pipelines.get(self._key(target, device, dtype))
+        """The target's plain pipeline if a test of this run has built it, else None (builds nothing)."""
+        prepared = self._pipelines.get(self._key(target, device, dtype))
+        return prepared.pipe if prepared is not None else None
 
-    def pipeline(self, target: Target, device: torch.device, dtype: torch.dtype) -> Any:
-        """The target's pipeline on `device` in `dtype`, built once per run. A checkpoint asked for that does not load
-        fails the test; a target the installed diffusers cannot build is skipped, and counted in the summary."""
+    def prepared(
+        self, target: Target, device: torch.device, dtype: torch.dtype, scenario: Scenario | None = None
+    ) -> Prepared:
+        """The target's pipeline on `device` in `dtype` with `scenario` turned on, built once per run (suite.pipelines:
+        the one path of the suite and the census). A checkpoint asked for that does not load fails the test; a target
+        the installed diffusers cannot build, or a scenario that does not apply to it, is skipped, and counted; a
+        scenario that raises is the checks' `error` finding."""
+        from ..suite.pipelines import prepare
         from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
 
-        key = self._key(target, device, dtype)
+        key = self._key(target, device, dtype, scenario)
         if key not in self._pipelines:
             try:
-                self._pipelines[key] = build_pipeline(target, device, dtype, checkpoint=key[-1])
+                self._pipelines[key] = prepare(
+                    lambda: build_pipeline(target, device, dtype, checkpoint=key[-1]), scenario, target.denoiser, device
+                )
             except TargetUnavailable as exc:
                 pytest.skip(str(exc))
             except CheckpointError as exc:
                 pytest.fail(str(exc), pytrace=False)
-        return self._pipelines[key]
+        prepared = self._pipelines[key]
+        if prepared.not_applicable:
+            pytest.skip(f"not checkable: {prepared.not_applicable}")
+        return prepared
 
-    def pipeline_for(self, item: pytest.Item, target: Target) -> Any:
-        return self.pipeline(target, self.call_context.device, self.call_context.dtype)
+    def pipeline(self, target: Target, device: torch.device, dtype: torch.dtype, scenario: Scenario | None = None
+                 ) -> Any:  # fmt: skip
+        """The target's pipeline (see `prepared`); a scenario that raised fails the test with its exception."""
+        prepared = self.prepared(target, device, dtype, scenario)
+        if prepared.error is not None:
+            raise prepared.error
+        return prepared.pipe
+
+    def pipeline_for(self, item: pytest.Item, target: Target, scenario: Scenario | None = None) -> Any:
+        return self.pipeline(target, self.call_context.device, self.call_context.dtype, scenario)
 
     # ---- what the suite's fixtures do ----------------------------------------------------------------------------
-    def check(self, item: pytest.Item, target: Target, pipe: Any, check: str) -> Report:
-        """One of the suite's checks on the target's pipeline; a graph check a helper traced is its report."""
+    def check(self, item: pytest.Item, target: Target, scenario: Scenario, check: str) -> Report:
+        """One of the suite's checks on the target's pipeline with `scenario`; a graph check a helper traced is its
+        report."""
         from .. import devices
-        from ..suite.checks import run_check
+        from ..suite.pipelines import check as checked
 
-        if check == "graph_breaks" and self.helpers is not None:
+        if check == "graph_breaks" and self.helpers is not None and scenario.name == PLAIN:
             traced = self.helpers.outcome(item)
             if traced is not None and traced.report is not None:
                 return traced.report
@@ -131,21 +176,20 @@ class SuiteRun:
             # no helper has it, or its helper failed (the summary says why): traced here
         ctx = self.call_context
         device = devices.for_checks(ctx.device, (check,))
-        if device != ctx.device:
-            pipe = self.pipeline(target, device, ctx.dtype)
-        call_kwargs = target.kwargs_by_steps(pipe, replace(ctx, device=device))
-        options = self.session.guard_options(item, check, target.name, denoiser=target.denoiser)
-        test_id = plain_nodeid(item.nodeid)
-        return run_check(check, pipe, call_kwargs, options, steps=ctx.steps, test_id=test_id, target=target.name)
+        prepared = self.prepared(target, device, ctx.dtype, scenario)
+        options = self.session.guard_options(item, check, target.name, scenario.name, denoiser=target.denoiser)
+        return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, replace(ctx, device=device)), options,
+                       steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name)  # fmt: skip
 
-    def step_metrics(self, item: pytest.Item, target: Target, pipe: Any, benchmark: Any) -> Report:
+    def step_metrics(self, item: pytest.Item, target: Target, scenario: Scenario, benchmark: Any) -> Report:
         """The target's step metrics, timed through pytest-benchmark's `benchmark` fixture and judged against the
         run loaded by --benchmark-compare (plugin.benchmark)."""
         from ..step_cost import default_rounds, identify_sites
         from ..suite.measure import loop_place, measure, metrics_steps
 
         ctx, config = self.call_context, self.session.config
-        options = self.session.guard_options(item, "step_metrics", target.name, denoiser=target.denoiser)
+        pipe = self.pipeline(target, ctx.device, ctx.dtype, scenario)
+        options = self.session.guard_options(item, "step_metrics", target.name, scenario.name, denoiser=target.denoiser)
         steps = metrics_steps(ctx.steps)
         counted = self.helpers.counted(item.nodeid, options, steps) if self.helpers is not None else None
         report = measure(

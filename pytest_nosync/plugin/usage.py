@@ -132,6 +132,32 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
     return known
 
 
+def check_scenarios(settings: Settings) -> None:
+    """Scenarios named one by one can run here: a backend this machine cannot run (a CUDA-only feature under the
+    emulation, an attention backend whose package is not installed) is one sentence before anything runs. With
+    `all`, each scenario that cannot is counted as not applicable instead."""
+    from ..scenarios import SCENARIOS
+
+    named = settings.scenarios
+    if not named or {s.name for s in named} == set(SCENARIOS):
+        return
+    for scenario in named:
+        if scenario.cuda_only and settings.backend != "cuda":
+            backend = settings.backend
+            raise pytest.UsageError(
+                f"--nosync-scenarios: {scenario.name} cannot run with the {backend} backend: {scenario.cuda_only}"
+            )
+        if scenario.feature == "attention_backend":
+            from diffusers.models.attention_dispatch import AttentionBackendName, _check_attention_backend_requirements
+
+            try:
+                _check_attention_backend_requirements(AttentionBackendName(scenario.value("backend")))
+            except (RuntimeError, ImportError, ValueError) as exc:
+                raise pytest.UsageError(
+                    f"--nosync-scenarios: {scenario.name} cannot run here: {str(exc).splitlines()[0][:200]}"
+                ) from None
+
+
 def check_outputs(settings: Settings) -> None:
     outputs = (
         ("--nosync-report", settings.report, "nosync-report.json"),

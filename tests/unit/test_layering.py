@@ -17,7 +17,7 @@ PACKAGE = Path(pytest_nosync.__file__).parent
 
 # Lowest first; an area may import itself and any area before it.
 AREAS = (
-    ("data", ("findings", "checks", "hints", "patching", "source_identity", "executed_code", "changes")),
+    ("data", ("findings", "checks", "scenarios", "hints", "patching", "source_identity", "executed_code", "changes")),
     ("profiling", ("profiling",)),
     ("emulation", ("emulation",)),
     (

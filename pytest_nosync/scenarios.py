@@ -1,0 +1,176 @@
+"""The scenarios: a pipeline with one of the features its users turn on — a cache hook, offloading, layerwise casting,
+compiled blocks, an attention backend, a LoRA adapter — each a named change to a built pipeline, checked as the plain
+pipeline is (`plain`: as its builder made it). Checks × scenarios × pipelines is the matrix.
+
+A scenario's facts live here, plain data the option table reads without importing diffusers: its name, what it turns
+on, the function of pytest_nosync.suite.scenarios that turns it on (`feature`), and its parameters with their ranges,
+which a user may set (`--nosync-scenarios=first_block_cache:threshold=0.3`). Parameters are what diffusers' docs use,
+made small enough that every step of a two- or three-step tiny call exercises the feature (a cache that skips from
+the second step, a group of one block). Whether a scenario applies to a pipeline (a hook that supports its blocks, a
+backend installed here) is decided where it is applied; one that does not is counted with its reason.
+
+Adding a scenario: one entry here and, for a new kind of feature, one function in suite/scenarios.py; its twins: a
+pipeline whose steps it keeps clean, one where it syncs per step, one it does not apply to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+PLAIN = "plain"
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter's default and its allowed range (numbers), or allowed values (choices)."""
+
+    default: Any
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[Any, ...] = ()
+
+    def read(self, raw: str, name: str) -> Any:
+        kind = type(self.default)
+        try:
+            value = (raw.lower() in ("1", "true", "yes")) if kind is bool else kind(raw)
+        except ValueError:
+            raise ValueError(f"{name} must be a {kind.__name__}, got {raw!r}") from None
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{name} must be one of {', '.join(map(str, self.choices))}, got {raw!r}")
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise ValueError(f"{name} must be in [{self.low}, {self.high}], got {raw!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One feature turned on, with its parameters. `cuda_only`: why it cannot run on another device (streams, CUDA
+    kernels, a parameter the emulated device cannot hand back to the host): not applicable there, for that reason
+    (docs/emulation.md lists them)."""
+
+    name: str
+    help: str
+    feature: str  # the function of suite.scenarios that turns it on
+    params: Mapping[str, Param] = field(default_factory=dict)
+    values: Mapping[str, Any] = field(default_factory=dict)  # the user's settings over the defaults
+    cuda_only: str = ""  # why it cannot run under the emulation ("" when it can)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    def value(self, name: str) -> Any:
+        return self.values[name] if name in self.values else self.params[name].default
+
+    def settings(self) -> dict[str, Any]:
+        return {name: self.value(name) for name in self.params}
+
+    def with_values(self, values: Mapping[str, str]) -> Scenario:
+        read = {}
+        for key, raw in values.items():
+            if key not in self.params:
+                known = ", ".join(self.params) or "none"
+                raise ValueError(f"scenario {self.name} has no parameter {key!r} (its parameters: {known})")
+            read[key] = self.params[key].read(raw, f"{self.name}:{key}")
+        return replace(self, values=read)
+
+
+def _scenario(name: str, help: str, feature: str, **params: Any) -> tuple[str, Scenario]:
+    cuda_only = params.pop("cuda_only", "")
+    specs = {k: v if isinstance(v, Param) else Param(v) for k, v in params.items()}
+    return name, Scenario(name, help, feature, specs, cuda_only=cuda_only)
+
+
+HOST_PARAMETERS = (
+    "it hands parameters back and forth between host and device one by one (`param.data = tensor`, accelerate's "
+    "`type(param)(value)`), which the emulated device's parameters cannot do"
+)
+
+NO_DYNAMO = (
+    "dynamo cannot trace the emulated device's tensors, nor compile under the emulation's CUDA mapping on the CPU"
+)
+
+# attention backends diffusers dispatches to: (scenario suffix, diffusers' backend name, why it needs CUDA)
+ATTENTION_BACKENDS = (
+    ("native", "native", ""),
+    ("cudnn", "_native_cudnn", "cuDNN's attention kernel runs on CUDA only"),
+    ("efficient", "_native_efficient", "the memory-efficient attention kernel runs on CUDA only"),
+    ("flash", "flash", "flash-attn runs on CUDA only"),
+    ("sage", "sage", "SageAttention runs on CUDA only"),
+    ("xformers", "xformers", "xformers' kernels run on CUDA only"),
+    ("flex", "flex", "FlexAttention needs a CUDA or CPU tensor, not the emulated device's"),
+)
+
+SCENARIOS: dict[str, Scenario] = dict(
+    (
+        _scenario(PLAIN, "the pipeline as its builder made it", "plain"),
+        _scenario("first_block_cache", "FirstBlockCacheConfig: skip the other blocks while the first one's residual "
+                  "changes little", "cache", threshold=Param(0.2, 0.0, 10.0)),
+        _scenario("pyramid_attention_broadcast", "PyramidAttentionBroadcastConfig: reuse spatial attention every other "
+                  "block over the whole schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100)),
+        _scenario("faster_cache", "FasterCacheConfig: reuse attention and the unconditional branch over the whole "
+                  "schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100),
+                  unconditional_batch_skip_range=Param(2, 1, 100)),
+        _scenario("taylorseer_cache", "TaylorSeerCacheConfig: forecast the blocks' outputs every other step",
+                  "cache", cache_interval=Param(2, 1, 100), max_order=Param(1, 0, 4),
+                  disable_cache_before_step=Param(1, 0, 100)),
+        _scenario("mag_cache", "MagCacheConfig with Flux's magnitude ratios, interpolated to the call's steps",
+                  "cache", threshold=Param(0.5, 0.0, 10.0), max_skip_steps=Param(1, 1, 100),
+                  retention_ratio=Param(0.0, 0.0, 1.0)),
+        _scenario("model_cpu_offload", "enable_model_cpu_offload(): each model on the device while it runs", "offload"),
+        _scenario("sequential_cpu_offload", "enable_sequential_cpu_offload(): each submodule's weights on the device "
+                  "while it runs", "offload", cuda_only=HOST_PARAMETERS),
+        _scenario("group_offload_block", "enable_group_offload(offload_type='block_level'): groups of blocks onloaded "
+                  "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000), cuda_only=HOST_PARAMETERS),
+        _scenario("group_offload_leaf_stream", "enable_group_offload(offload_type='leaf_level', use_stream=True): "
+                  "leaves prefetched on a CUDA stream", "group_offload",
+                  cuda_only="group offloading with streams needs a device whose backend implements streams (CUDA)"),
+        _scenario("layerwise_casting", "enable_layerwise_casting(storage_dtype=float8_e4m3fn): weights stored in fp8, "
+                  "cast to the compute dtype per layer", "layerwise_casting",
+                  storage_dtype=Param("float8_e4m3fn", choices=("float8_e4m3fn", "float8_e5m2"))),
+        _scenario("regional_compile", "compile_repeated_blocks(): each repeated block compiled (dynamo, eager "
+                  "backend unless set)", "regional_compile", cuda_only=NO_DYNAMO,
+                  backend=Param("eager", choices=("eager", "aot_eager", "inductor")),
+                  fullgraph=Param(True)),
+        _scenario("lora", "a PEFT LoRA adapter on the denoiser's attention projections", "lora",
+                  rank=Param(4, 1, 256)),
+        *(
+            _scenario(f"attention_backend_{suffix}", f"set_attention_backend({backend!r}) on the denoiser",
+                      "attention_backend", backend=Param(backend, choices=(backend,)), cuda_only=cuda_only)
+            for suffix, backend, cuda_only in ATTENTION_BACKENDS
+        ),
+    )
+)  # fmt: skip
+
+
+class UnknownScenario(ValueError):
+    """A scenario name nobody registered, or a bad parameter; the message says which and what is known."""
+
+
+def parse(text: str | Iterable[str]) -> tuple[Scenario, ...]:
+    """The scenarios of `NAME[:key=value...][,NAME...]` or `all` (every registered one, plain first), in order, each
+    once; UnknownScenario with one sentence for an unknown name or a parameter out of range."""
+    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    if not items:
+        raise UnknownScenario("needs at least one scenario name, or all")
+    if items == ["all"]:
+        return tuple(SCENARIOS.values())
+    chosen: dict[str, Scenario] = {}
+    for item in items:
+        name, *settings = item.split(":")
+        if name not in SCENARIOS:
+            raise UnknownScenario(f"unknown scenario {name!r}; known: all, {', '.join(SCENARIOS)}")
+        values = {}
+        for setting in settings:
+            key, sep, raw = setting.partition("=")
+            if not sep:
+                raise UnknownScenario(f"{item}: a parameter is key=value, got {setting!r}")
+            values[key.strip()] = raw.strip()
+        try:
+            chosen[name] = SCENARIOS[name].with_values(values)
+        except ValueError as exc:
+            raise UnknownScenario(str(exc)) from None
+    return tuple(chosen.values())

@@ -1,0 +1,76 @@
+"""The one path a pipeline takes to be checked, for the built-in suite and the census of diffusers' tester classes
+alike: build → the scenario turned on (suite.scenarios) → what the caller does before its first call (the census's
+prelude) → the check (suite.checks.run_check: a warm-up call on first use, then the measured call under a guard).
+
+What a scenario does to a pipeline is data of the result, not an exception the caller must route: `Prepared` says
+whether the scenario does not apply (a reason, counted) or raised while it was turned on (the checks' `error`
+finding, judged against the baseline like any other). A build that fails is the caller's to report (a target the
+installed diffusers lacks, a tester that cannot be driven).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..findings import Report
+from ..guard_options import GuardOptions
+from ..scenarios import PLAIN, SCENARIOS, Scenario
+from .checks import CallKwargs, run_check
+from .guarded_call import error_report
+from .scenarios import NotApplicable, apply
+
+
+@dataclass
+class Prepared:
+    """A built pipeline with its scenario on, or why it has none to check."""
+
+    scenario: Scenario
+    pipe: Any = None
+    error: BaseException | None = None  # the scenario (or what followed it) raised: every check reports it
+    not_applicable: str = ""  # the scenario does not apply here: every check is skipped with this reason
+
+
+def prepare(
+    build: Callable[[], Any],
+    scenario: Scenario | None,
+    denoiser: str,
+    device: torch.device,
+    then: Callable[[Any], None] | None = None,
+) -> Prepared:
+    """`build()`, then `scenario` turned on, then `then(pipe)`; see the module doc."""
+    scenario = scenario or SCENARIOS[PLAIN]
+    pipe = build()
+    try:
+        apply(scenario, pipe, denoiser, device)
+        if then is not None:
+            then(pipe)
+    except NotApplicable as exc:
+        return Prepared(scenario, not_applicable=str(exc))
+    except Exception as exc:  # the feature itself raised on this pipeline: an upstream bug to report
+        return Prepared(scenario, pipe, error=exc)
+    return Prepared(scenario, pipe)
+
+
+def check(
+    prepared: Prepared,
+    check: str,
+    call_kwargs: Callable[[Any], CallKwargs],
+    options: GuardOptions,
+    *,
+    steps: int = 2,
+    test_id: str = "",
+    target: str = "",
+) -> Report:
+    """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
+    raised, as the report of that check."""
+    if prepared.error is not None:
+        report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
+    else:
+        report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps, test_id=test_id,
+                           target=target)  # fmt: skip
+    report.scenario = prepared.scenario.name
+    return report

@@ -1,0 +1,223 @@
+"""Turning a scenario (pytest_nosync.scenarios) on for a built pipeline, with diffusers' own API: its cache configs,
+offloading, group offloading, layerwise casting, regional compilation, attention backends, a PEFT adapter. Never a
+re-implementation: what is checked is the feature as users turn it on.
+
+`apply` raises NotApplicable (one sentence) where the scenario does not apply to the pipeline — the denoiser lacks the
+mixin that carries the feature, the hook supports none of its blocks, a backend is not installed, the emulation cannot
+run it — and lets any other exception of the feature through: a raise there is the pipeline's, an `error` finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..scenarios import PLAIN, Scenario
+
+
+class NotApplicable(Exception):
+    """The scenario does not apply to this pipeline here; the message is the reason, one sentence."""
+
+
+def apply_scenario(pipeline: Any, scenario: str, *, denoiser: str = "transformer", device: Any = None) -> None:
+    """Turn one scenario on for your own built pipeline, as the plugin does for its (library use):
+
+        apply_scenario(pipe, "first_block_cache:threshold=0.3")
+        with nosync_guard(pipe) as g:
+            pipe(..., callback_on_step_end=g.callback_on_step_end)
+
+    `scenario`: a name of pytest_nosync.scenarios.SCENARIOS, with `:key=value` settings; `device`: where the
+    pipeline runs (default: the active backend's, `execution_device()`). Raises NotApplicable with its reason where
+    the scenario does not apply, UnknownScenario for a name or setting it does not know."""
+    from .. import devices
+    from ..scenarios import UnknownScenario, parse
+
+    (chosen, *more) = parse(scenario)
+    if more:
+        raise UnknownScenario(f"apply_scenario turns one scenario on, got {scenario!r}")
+    apply(chosen, pipeline, denoiser, torch.device(device) if device is not None else devices.execution_device())
+
+
+def apply(scenario: Scenario, pipe: Any, denoiser: str, device: torch.device) -> None:
+    """Turn `scenario` on for `pipe` (built and on `device`), whose denoiser is `denoiser` (comma-separated: each)."""
+    if scenario.name == PLAIN:
+        return
+    if scenario.cuda_only and device.type != "cuda":
+        where = "the emulated device" if device.type != "cpu" else "the CPU"
+        raise NotApplicable(f"{scenario.name} cannot run on {where}: {scenario.cuda_only}")
+    modules = [getattr(pipe, name.strip(), None) for name in denoiser.split(",")]
+    if not modules or any(not isinstance(m, torch.nn.Module) for m in modules):
+        raise NotApplicable(f"{scenario.name}: the pipeline has no denoiser module {denoiser!r}")
+    FEATURES[scenario.feature](scenario, pipe, modules, device)
+
+
+def _plain(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    pass
+
+
+# ---- cache hooks ---------------------------------------------------------------------------------------------------
+def _cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    import diffusers
+
+    for module in modules:
+        if not callable(getattr(module, "enable_cache", None)):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_cache (it is no CacheMixin)")
+        config = CACHE_CONFIGS[scenario.name](diffusers, scenario, pipe)
+        try:
+            module.enable_cache(config)
+        except ValueError as exc:
+            if "not registered" in str(exc):  # the hook finds its blocks in a registry this model's are not in
+                blocks = f"{type(module).__name__}'s blocks"
+                raise NotApplicable(f"{scenario.name} does not support {blocks}: {exc}") from exc
+            raise
+        if not _hooked_children(module):
+            raise NotApplicable(
+                f"{scenario.name} found no block or attention of {type(module).__name__} it supports: nothing to cache"
+            )
+
+
+def _timestep(scenario: Scenario, pipe: Any) -> Callable[[], Any]:
+    if not hasattr(type(pipe), "current_timestep"):
+        raise NotApplicable(f"{scenario.name} needs the pipeline's current_timestep, which {type(pipe).__name__} lacks")
+    return lambda: pipe.current_timestep
+
+
+WHOLE_SCHEDULE = (-1, 1_000_000)  # the timestep ranges a hook is active in: every step of a tiny call
+
+
+def _mag_ratios(diffusers: Any) -> Any:
+    from diffusers.hooks.mag_cache import FLUX_MAG_RATIOS
+
+    return FLUX_MAG_RATIOS
+
+
+CACHE_CONFIGS: dict[str, Callable[[Any, Scenario, Any], Any]] = {
+    "first_block_cache": lambda d, s, pipe: d.FirstBlockCacheConfig(threshold=s.value("threshold")),
+    "pyramid_attention_broadcast": lambda d, s, pipe: d.PyramidAttentionBroadcastConfig(
+        spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
+        spatial_attention_timestep_skip_range=WHOLE_SCHEDULE,
+        current_timestep_callback=_timestep(s, pipe),
+    ),
+    "faster_cache": lambda d, s, pipe: d.FasterCacheConfig(
+        spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
+        spatial_attention_timestep_skip_range=WHOLE_SCHEDULE,
+        unconditional_batch_skip_range=s.value("unconditional_batch_skip_range"),
+        unconditional_batch_timestep_skip_range=WHOLE_SCHEDULE,
+        current_timestep_callback=_timestep(s, pipe),
+        attention_weight_callback=lambda _: 0.3,
+        tensor_format="BFCHW"
+        if "video" in type(pipe).__name__.lower() or hasattr(pipe, "vae_scale_factor_temporal")
+        else "BCHW",
+    ),
+    "taylorseer_cache": lambda d, s, pipe: d.TaylorSeerCacheConfig(
+        cache_interval=s.value("cache_interval"),
+        max_order=s.value("max_order"),
+        disable_cache_before_step=s.value("disable_cache_before_step"),
+    ),
+    "mag_cache": lambda d, s, pipe: d.MagCacheConfig(
+        threshold=s.value("threshold"),
+        max_skip_steps=s.value("max_skip_steps"),
+        retention_ratio=s.value("retention_ratio"),
+        mag_ratios=_mag_ratios(d),
+        num_inference_steps=28,  # any call of at most 28 steps reads its step's ratio
+    ),
+}
+
+
+def _hooked_children(module: torch.nn.Module) -> int:
+    """Submodules a diffusers hook was registered on (a cache hook that found nothing to hook registers none)."""
+    return sum(
+        1
+        for child in module.modules()
+        if child is not module and getattr(getattr(child, "_diffusers_hook", None), "hooks", None)
+    )
+
+
+# ---- offloading ----------------------------------------------------------------------------------------------------
+def _offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    method = f"enable_{scenario.name}"  # enable_model_cpu_offload, enable_sequential_cpu_offload
+    enable = getattr(pipe, method, None)
+    if enable is None:
+        raise NotApplicable(f"{scenario.name}: {type(pipe).__name__} has no {method}")
+    enable(device=device)
+
+
+def _group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    for module in modules:
+        if not callable(getattr(module, "enable_group_offload", None)):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_group_offload")
+        if scenario.name == "group_offload_block":
+            module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="block_level",
+                                        num_blocks_per_group=scenario.value("num_blocks_per_group"))  # fmt: skip
+        else:
+            module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="leaf_level",
+                                        use_stream=True)  # fmt: skip
+
+
+# ---- casting, compiling, attention, adapters -----------------------------------------------------------------------
+def _layerwise_casting(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    storage = getattr(torch, scenario.value("storage_dtype"))
+    for module in modules:
+        if not callable(getattr(module, "enable_layerwise_casting", None)):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_layerwise_casting")
+        compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+        module.enable_layerwise_casting(storage_dtype=storage, compute_dtype=compute)
+
+
+def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    for module in modules:
+        if not (
+            getattr(module, "_repeated_blocks", None) and callable(getattr(module, "compile_repeated_blocks", None))
+        ):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} names no _repeated_blocks to compile")
+        module.compile_repeated_blocks(fullgraph=scenario.value("fullgraph"), backend=scenario.value("backend"))
+
+
+def _attention_backend(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    from diffusers.models.attention_dispatch import AttentionBackendName, _check_attention_backend_requirements
+
+    backend = scenario.value("backend")
+    try:
+        _check_attention_backend_requirements(AttentionBackendName(backend))
+    except (RuntimeError, ImportError, ValueError) as exc:  # its package is not installed here
+        raise NotApplicable(f"{scenario.name}: {str(exc).splitlines()[0][:200]}") from exc
+    for module in modules:
+        if not callable(getattr(module, "set_attention_backend", None)):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no set_attention_backend")
+        module.set_attention_backend(backend)
+
+
+LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "q", "k", "v", "query", "key", "value")
+
+
+def _lora(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    try:
+        from peft import LoraConfig
+    except ImportError as exc:
+        raise NotApplicable(f"{scenario.name}: peft is not installed here") from exc
+    for module in modules:
+        if not callable(getattr(module, "add_adapter", None)):
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} takes no PEFT adapter (no add_adapter)")
+        names = {name.rsplit(".", 1)[-1] for name, _ in module.named_modules()} | {
+            ".".join(name.rsplit(".", 2)[-2:]) for name, _ in module.named_modules()
+        }
+        targets = [t for t in LORA_TARGETS if t in names]
+        if not targets:
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} has none of the projections {LORA_TARGETS}")
+        rank = scenario.value("rank")
+        module.add_adapter(LoraConfig(r=rank, lora_alpha=rank, target_modules=targets, init_lora_weights=False))
+        module.to(device)
+
+
+FEATURES: dict[str, Callable[[Scenario, Any, list[Any], torch.device], None]] = {
+    "plain": _plain,
+    "cache": _cache,
+    "offload": _offload,
+    "group_offload": _group_offload,
+    "layerwise_casting": _layerwise_casting,
+    "regional_compile": _regional_compile,
+    "attention_backend": _attention_backend,
+    "lora": _lora,
+}

@@ -1,0 +1,185 @@
+"""Scenarios everywhere a pipeline is checked, each with its twins on real diffusers code under the CPU emulation: a
+hook that syncs in every step (FirstBlockCache reads its residual's ratio with `.item()`), a clean one (TaylorSeer),
+and one that does not apply (a denoiser that is no CacheMixin), in the built-in suite, the census of tester classes, a
+marked test of the user's own pipeline, the library, and the baseline scoped to a scenario."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from pytest_nosync import NotApplicable, apply_scenario, nosync_guard
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+FBC_LINE = "diffusers/hooks/first_block_cache.py:141"  # (absmean / prev_hidden_states_absmean).item()
+SUITE = ("-m", "gpu", "--nosync", "--nosync-suite", "--nosync-targets", "flux", "-p", "no:cacheprovider")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _dynamo_loaded() -> None:
+    """pytester unloads what a run imported; dynamo, imported a second time, registers with torch twice."""
+    torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
+    torch._dynamo.reset()
+
+
+def test_the_suite_checks_each_target_with_each_scenario_under_its_own_id(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(*SUITE, "--nosync-scenarios=plain,first_block_cache,taylorseer_cache", "-k",
+                                "test_syncs", "-v", "--nosync-report=r.json")  # fmt: skip
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    for test_id, verdict in (("flux", "PASSED"), ("flux-first_block_cache", "FAILED"), ("flux-taylorseer_cache",
+                                                                                      "PASSED")):  # fmt: skip
+        assert f"test_targets.py::test_syncs[{test_id}] {verdict}" in out, out
+    result.stdout.fnmatch_lines([f"*dtoh_sync*{FBC_LINE}*step 1 ×1*"])
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert sorted(t["scenario"] for t in tests) == ["first_block_cache", "plain", "taylorseer_cache"]
+
+
+TESTERS = """
+import unittest
+
+import torch
+
+from tests.twins.flux_tester import TinyFluxPipelineFastTests
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class LoopPipelineFastTests(unittest.TestCase):  # its denoiser is no CacheMixin: no cache hook applies
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+"""
+
+
+def test_the_census_checks_each_tester_with_each_scenario_and_counts_what_does_not_apply(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_pipelines=TESTERS)
+    scenarios = "--nosync-scenarios=first_block_cache,taylorseer_cache"
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", "-v",
+                                scenarios, "--nosync-report=r.json")  # fmt: skip
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    out = result.stdout.str()
+    assert "TinyFluxPipelineFastTests::nosync[syncs-first_block_cache] FAILED" in out, out
+    assert "TinyFluxPipelineFastTests::nosync[syncs-taylorseer_cache] PASSED" in out
+    result.stdout.fnmatch_lines(
+        [
+            f"*dtoh_sync*{FBC_LINE}*",
+            "nosync: 2 of 4 checks reached a verdict; 1 of 2 pipeline classes fully checked; 2 not checkable here:",
+            "  1 check(s) of 1 class(es) not checkable here: first_block_cache: Denoiser has no enable_cache (it is no "
+            "CacheMixin) (e.g. *LoopPipelineFastTests::syncs-first_block_cache)",
+        ]
+    )
+    census = json.loads((pytester.path / "r.json").read_text())["census"]
+    flux = census["outcomes"]["test_pipelines.py::TinyFluxPipelineFastTests"]
+    assert sorted(flux) == ["syncs-first_block_cache", "syncs-taylorseer_cache"]
+
+
+USER_TESTS = """
+import pytest
+import torch
+
+from pytest_nosync import execution_device
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+FLUX = TARGETS["flux"]
+
+
+@pytest.fixture
+def pipe(nosync_device):
+    return build_pipeline(FLUX, nosync_device, torch.float32)
+
+
+@pytest.fixture(scope="module")
+def shared():
+    return build_pipeline(FLUX, execution_device(), torch.float32)
+
+
+@pytest.mark.nosync(checks=["syncs"], scenarios=["first_block_cache", "taylorseer_cache"])
+def test_my_pipeline(pipe, nosync_device):
+    kwargs = FLUX.call_kwargs(pipe, CallContext(nosync_device, torch.float32, steps=2))
+    pipe(**kwargs)
+
+
+@pytest.mark.nosync(checks=["syncs"], scenarios=["taylorseer_cache", "first_block_cache"])
+def test_a_shared_pipeline(shared, nosync_device):
+    shared(**FLUX.call_kwargs(shared, CallContext(nosync_device, torch.float32, steps=2)))
+"""
+
+
+def test_a_marked_test_checks_its_own_pipeline_with_each_scenario(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user=USER_TESTS)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=2, failed=2)
+    out = result.stdout.str()
+    assert "test_user.py::test_my_pipeline[first_block_cache] FAILED" in out, out
+    assert "test_user.py::test_my_pipeline[taylorseer_cache] PASSED" in out
+    assert "test_user.py::test_a_shared_pipeline[taylorseer_cache] PASSED" in out
+    result.stdout.fnmatch_lines(
+        [
+            f"*dtoh_sync*{FBC_LINE}*",
+            "*scenario first_block_cache: this pipeline already has a scenario on: build a new one per test "
+            "(a function-scoped fixture)*",
+        ]
+    )
+    plain = pytester.runpytest("-p", "no:cacheprovider", "-k", "my_pipeline", "-v")  # off means off: once, as written
+    plain.assert_outcomes(passed=1)
+    assert "test_user.py::test_my_pipeline PASSED" in plain.stdout.str()
+
+
+def test_the_library_turns_a_scenario_on_for_a_users_pipeline(device: torch.device) -> None:
+    flux = TARGETS["flux"]
+    pipe = build_pipeline(flux, device, torch.float32)
+    apply_scenario(pipe, "first_block_cache:threshold=0.3")
+    kwargs = flux.call_kwargs(pipe, CallContext(device, torch.float32, steps=2))
+    with nosync_guard(pipe, checks=("syncs",), backend="emulate") as g, torch.no_grad():
+        pipe(**kwargs, callback_on_step_end=g.callback_on_step_end)
+    assert [(f.kind, f.where.file.endswith("first_block_cache.py"), f.step) for f in g.report.failures] == [
+        ("dtoh_sync", True, 1)
+    ]
+    with pytest.raises(NotApplicable, match="no enable_cache"):
+        from tests.twins import loop_pipeline
+
+        apply_scenario(loop_pipeline.build(device), "first_block_cache", device=device)
+
+
+def test_a_baseline_entry_written_under_a_scenario_holds_for_that_scenario_only(pytester: pytest.Pytester) -> None:
+    args = (*SUITE, "-k", "test_syncs")
+    written = pytester.runpytest(*args, "--nosync-scenarios=first_block_cache", "--nosync-baseline-write=known.json")
+    written.assert_outcomes(passed=1)
+    entries = json.loads((pytester.path / "known.json").read_text())["entries"]
+    fbc = [e for e in entries if e.get("file", "").endswith("first_block_cache.py")]
+    assert [e["scenario"] for e in fbc] == ["first_block_cache"], entries
+    judged = pytester.runpytest(*args, "--nosync-scenarios=first_block_cache", "--nosync-baseline=known.json")
+    judged.assert_outcomes(passed=1)
+    assert judged.ret == pytest.ExitCode.OK
+    plain = pytester.runpytest(*args, "--nosync-baseline=known.json")  # the scenario did not run: not stale
+    plain.assert_outcomes(passed=1)
+    assert plain.ret == pytest.ExitCode.OK and "STALE" not in plain.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("--nosync-scenarios=first_blok_cache", "--nosync-scenarios: unknown scenario 'first_blok_cache'; known: all"),
+        ("--nosync-scenarios=mag_cache:threshold=20", "--nosync-scenarios: mag_cache:threshold must be in [0.0, 10.0]"),
+        ("--nosync-scenarios=attention_backend_flash", "--nosync-scenarios: attention_backend_flash cannot run with "
+         "the emulate backend: flash-attn runs on CUDA only"),
+    ],
+)  # fmt: skip
+def test_a_scenario_that_cannot_be_run_is_one_sentence_before_anything_runs(
+    pytester: pytest.Pytester, given: str, said: str
+) -> None:
+    result = pytester.runpytest(*SUITE, given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.stderr.lines if line.strip()]
+    assert said in line, line

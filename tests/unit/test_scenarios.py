@@ -1,0 +1,56 @@
+"""The scenario registry (pytest_nosync.scenarios): names, parameters and their ranges, `all`, and what a bad
+selection says; every scenario turned on by a function of suite.scenarios."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_nosync import scenarios
+from pytest_nosync.scenarios import PLAIN, SCENARIOS, UnknownScenario, parse
+from pytest_nosync.suite import scenarios as features
+
+BUILT_IN = (
+    "first_block_cache", "pyramid_attention_broadcast", "faster_cache", "taylorseer_cache", "mag_cache",
+    "model_cpu_offload", "sequential_cpu_offload", "group_offload_block", "group_offload_leaf_stream",
+    "layerwise_casting", "regional_compile", "lora", "attention_backend_native", "attention_backend_cudnn",
+    "attention_backend_efficient", "attention_backend_flash", "attention_backend_sage", "attention_backend_xformers",
+    "attention_backend_flex",
+)  # fmt: skip
+
+
+def test_the_registry_holds_plain_and_every_built_in_scenario_each_with_its_feature() -> None:
+    assert list(SCENARIOS) == [PLAIN, *BUILT_IN]
+    assert all(s.feature in features.FEATURES for s in SCENARIOS.values())
+    assert {n for n, s in SCENARIOS.items() if s.feature == "cache"} == set(features.CACHE_CONFIGS)
+
+
+def test_a_selection_reads_names_settings_and_all() -> None:
+    assert [s.name for s in parse("plain,first_block_cache")] == ["plain", "first_block_cache"]
+    assert parse("all") == tuple(SCENARIOS.values())
+    (fbc,) = parse("first_block_cache:threshold=0.3")
+    assert fbc.value("threshold") == 0.3 and SCENARIOS["first_block_cache"].value("threshold") == 0.2
+    (group,) = parse(["group_offload_block:num_blocks_per_group=2"])
+    assert group.settings() == {"num_blocks_per_group": 2}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("first_blok_cache", "unknown scenario 'first_blok_cache'; known: all, plain, first_block_cache"),
+        ("first_block_cache:threshold=-1", "first_block_cache:threshold must be in [0.0, 10.0], got '-1'"),
+        ("first_block_cache:threshold=high", "first_block_cache:threshold must be a float, got 'high'"),
+        ("first_block_cache:skip=2", "scenario first_block_cache has no parameter 'skip' (its parameters: threshold)"),
+        ("lora:rank", "lora:rank: a parameter is key=value, got 'rank'"),
+        ("layerwise_casting:storage_dtype=int8", "layerwise_casting:storage_dtype must be one of float8_e4m3fn"),
+        ("", "needs at least one scenario name, or all"),
+    ],
+)
+def test_a_bad_selection_is_one_sentence(text: str, message: str) -> None:
+    with pytest.raises(UnknownScenario) as raised:
+        parse(text)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+def test_settings_keep_the_registry_unchanged() -> None:
+    parse("mag_cache:threshold=0.9")
+    assert scenarios.SCENARIOS["mag_cache"].values == {}
