@@ -36,6 +36,7 @@ class Check:
     per_step: bool = False  # measures each step's window (memory, ops, times, walks): it needs real step boundaries
     budget: int = 0  # failing events tolerated by default
     suite: bool = False  # the suite runs it on every target, as test_<name>
+    opt_in: bool = False  # the suite and the census run it on every pipeline when --nosync-checks names it
     column: str = ""  # its column in a census table (the suite's checks): what its cells count
     per_steady_step: bool = False  # a census cell counts the most any step after the first had, not the total
 
@@ -63,6 +64,10 @@ CHECKS: dict[str, Check] = dict(
                Kind.ALLOC_GROWTH, per_step=True, suite=True, column="growth"),
         _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
                Kind.HOST_OVERHEAD, per_step=True, suite=True, column="tree walks"),
+        _check("cudagraphs", "the denoiser compiled with mode='reduce-overhead' runs its steps as captured CUDA "
+               "graphs: every skip inductor reports (mutated inputs, CPU tensors, dynamic shapes, changed data "
+               "pointers) fails, at its line (a GPU only; inductor compiles for tens of seconds)", "cudagraphs",
+               Kind.CUDAGRAPH_SKIP, opt_in=True, column="CUDA-graph skips"),
         _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
                "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY,
                per_step=True),
@@ -71,7 +76,8 @@ CHECKS: dict[str, Check] = dict(
     )
 )  # fmt: skip
 
-SUITE_CHECKS = tuple(name for name, check in CHECKS.items() if check.suite)
+SUITE_CHECKS = tuple(name for name, check in CHECKS.items() if check.suite)  # each pipeline's, by default
+PIPELINE_CHECKS = tuple(name for name, check in CHECKS.items() if check.suite or check.opt_in)  # --nosync-checks
 
 
 class UnknownCheck(ValueError):

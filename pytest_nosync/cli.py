@@ -91,6 +91,16 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("base", help="the base's --nosync-report (e.g. the merge base's)")
     f.add_argument("head", help="the head's --nosync-report (e.g. the pull request's)")
     f.add_argument("--title", default="nosync census", help="the comment's heading")
+    for name, help in (
+        ("scenarios", "the scenario census (Markdown): pipelines by scenarios for one check"),
+        ("plot", "the scenario census as a heat map (PNG, SVG or PDF; needs matplotlib: the `plot` extra)"),
+    ):
+        m = census_commands.add_parser(name, help=help)
+        m.add_argument("report", nargs="+", help="a census run's --nosync-report with --nosync-scenarios (or parts)")
+        m.add_argument("--check", default="syncs", help="the check mapped (default syncs)")
+        m.add_argument("--title", default="Scenario census", help="the heading")
+        if name == "plot":
+            m.add_argument("--out", required=True, help="the picture's file")
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
         "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
@@ -115,6 +125,8 @@ def main(
             return migrate_baseline(args.file, args.out)
         if args.command == "census" and args.census_command == "diff":
             return census_diff(args.base, args.head, args.title)
+        if args.command == "census" and args.census_command in ("scenarios", "plot"):
+            return census_scenarios(args.report, args.check, args.title, getattr(args, "out", None))
         if args.command == "census":
             return census(args.report, args.title)
         if args.command == "options":
@@ -129,9 +141,12 @@ def main(
         parser.exit(USAGE_ERROR, f"{parser.prog} {args.command}: {exc}\n")
 
 
+CENSUS_COMMANDS = ("table", "diff", "scenarios", "plot")
+
+
 def _census_table_by_default(argv: list[str]) -> list[str]:
     """`census REPORT...` is `census table REPORT...`: the table came first, and its command line stays."""
-    if argv[:1] == ["census"] and len(argv) > 1 and argv[1] not in ("table", "diff", "-h", "--help"):
+    if argv[:1] == ["census"] and len(argv) > 1 and argv[1] not in (*CENSUS_COMMANDS, "-h", "--help"):
         return ["census", "table", *argv[1:]]
     return argv
 
@@ -227,6 +242,28 @@ def census_diff(base_path: str, head_path: str, title: str) -> int:
         raise UsageError(f"{base_path} and {head_path}: {exc}") from None
     print(result.markdown(title, base[0].get("environment", {}), head[0].get("environment", {})), end="")
     return 1 if result.worse else 0
+
+
+def census_scenarios(paths: list[str], check: str, title: str, out: str | None) -> int:
+    """`census scenarios` (Markdown) and `census plot` (a picture, to `out`)."""
+    from .census.outcomes import merge
+    from .census.scenario_map import plot, scenario_map
+
+    parts = [_census_of(path) for path in paths]
+    data = scenario_map([r for _, found, _ in parts for r in found], merge(c for _, _, c in parts), check)
+    if not data.cells:
+        raise UsageError(f"{', '.join(paths)}: no check {check!r} in the census: census with it, or name another")
+    if out is None:
+        print(data.markdown(title, parts[0][0].get("environment", {})), end="")
+        return 0
+    _check_writable("--out", out, "scenarios.png")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError("census plot needs matplotlib: pip install 'pytest-nosync[plot]'") from None
+    _write("--out", out, lambda: plot(data, out, title))
+    print(f"wrote {out}: {len(data.pipelines)} pipelines by {len(data.scenarios)} scenarios")
+    return 0
 
 
 def _census_of(path: str) -> tuple[dict[str, Any], list[Report], Any]:

@@ -32,6 +32,7 @@ class Kind(_Named):
     DEVICE_SYNC = "device_sync"  # an explicit synchronize
     GRAPH_BREAK = "graph_break"
     RECOMPILE = "recompile"
+    CUDAGRAPH_SKIP = "cudagraph_skip"  # inductor ran a compiled step without capturing it in a CUDA graph
     ALLOC_GROWTH = "alloc_growth"
     HOST_OVERHEAD = "host_overhead"
     LAYOUT_TRANSFORM = "layout_transform"  # layout-transform or copy kernels over a trace budget (profiling.budgets)

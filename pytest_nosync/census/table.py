@@ -179,7 +179,16 @@ _SHORT = (
     (r"no denoising loop", "no denoising loop"),
     (r"takes (\w+), which the census does not know", r"inputs not understood"),
     (r"is called once per step", "no per-step denoiser"),
-    (r"cannot be checked on the emulated device", "not on the emulated device"),
+    (r"cannot be checked on the emulated device|cannot run on the emulated device", "not on the emulated device"),
+    (r"cannot run on the CPU", "CUDA only"),
+    (r"has no enable_cache", "no CacheMixin"),
+    (r"does not support \w+'s blocks", "blocks unsupported"),
+    (r"found no block or attention", "nothing to cache"),
+    (r"needs the pipeline's current_timestep", "no current_timestep"),
+    (r"has no (enable_\w*offload|enable_layerwise_casting|set_attention_backend|add_adapter)", r"no \1"),
+    (r"takes no PEFT adapter", "no adapters"),
+    (r"peft is not installed", "needs peft"),
+    (r"names no _repeated_blocks", "no repeated blocks"),
 )
 
 

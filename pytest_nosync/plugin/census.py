@@ -26,7 +26,6 @@ import pytest
 
 from ..census import ids
 from ..census.outcomes import CheckOutcome, Coverage, Verdict, import_error, outcome_of, skipped
-from ..checks import SUITE_CHECKS
 from ..findings import Report
 
 if TYPE_CHECKING:
@@ -137,7 +136,7 @@ class Census:
                     census=self,
                 )
                 for scenario in self.session.suite.scenarios()
-                for check in SUITE_CHECKS
+                for check in self.session.settings.pipeline_checks
             ]
 
         node.collect = with_checks  # type: ignore[method-assign]

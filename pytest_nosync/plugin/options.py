@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..checks import CHECKS, UnknownCheck, lookup
+from ..checks import CHECKS, SUITE_CHECKS, UnknownCheck, lookup
 from ..findings import BACKENDS, Mode
 from ..profiling.config import (
     DEFAULT_DIR,
@@ -92,6 +92,17 @@ def check_names(raw: Any) -> tuple[str, ...]:
     except UnknownCheck as exc:
         raise ValueError(f"has an {exc}") from None
     return tuple(names)
+
+
+def pipeline_checks(raw: Any) -> tuple[str, ...]:
+    """Checks the suite and the census run on every pipeline: those they run by default, and the opt-in ones."""
+    from ..checks import PIPELINE_CHECKS
+
+    names = name_list(raw) if isinstance(raw, str) else tuple(raw)
+    unknown = [n for n in names if n not in PIPELINE_CHECKS]
+    if unknown or not names:
+        raise ValueError(f"takes some of {', '.join(PIPELINE_CHECKS)}, got {raw!r}")
+    return names
 
 
 def scenario_list(raw: Any) -> tuple[Any, ...]:
@@ -246,6 +257,9 @@ TABLE: tuple[Option, ...] = (
     Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
            "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool"),
     Option("targets", "comma-separated targets of the suite (default: all)", name_list),
+    Option("pipeline_checks", "comma-separated checks the suite and the census run on every pipeline (default: "
+           f"{', '.join(SUITE_CHECKS)}; cudagraphs is opt-in, on a GPU)", pipeline_checks, flag="--nosync-checks",
+           key="nosync_checks"),
     Option("scenarios", "the features each pipeline is checked with (the suite's targets, diffusers' tester classes, "
            "a marked test's pipeline): NAME[:KEY=VALUE...][,NAME...] or all; plain (the default) is the pipeline as "
            "built (docs/scenarios.md)", scenario_list, marker=True),
@@ -312,6 +326,7 @@ class Settings:
     report: str | None = None
     suite: bool = False
     targets: tuple[str, ...] = ()
+    pipeline_checks: tuple[str, ...] = SUITE_CHECKS  # what the suite and the census check on every pipeline
     scenarios: tuple[Any, ...] = ()  # pytest_nosync.scenarios.Scenario; () is plain alone
     steps: int = 2
     dtype: str | None = None

@@ -76,6 +76,7 @@ class NosyncSession:
             usage.add_suite_to_args(config)
         settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
         usage.check_scenarios(settings)
+        usage.check_pipeline_checks(settings)
         if role is not xdist.Role.WORKER:
             usage.check_rootdir(config)
             usage.check_outputs(settings)
@@ -212,6 +213,7 @@ class NosyncSession:
         return scenario if scenario is not None else SCENARIOS[PLAIN]
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.suite.deselect_checks(items)
         cache = getattr(self.config, "cache", None)
         if cache is not None and xdist.distributing(self.config):
             items[:] = xdist.longest_first(items, cache.get(xdist.COSTS_KEY, {}))

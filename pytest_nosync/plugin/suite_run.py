@@ -73,6 +73,22 @@ class SuiteRun:
             indirect=True,
         )  # fmt: skip
 
+    def deselect_checks(self, items: list[pytest.Item]) -> None:
+        """The suite's tests of checks --nosync-checks does not select (cudagraphs, unless named) are deselected."""
+        from ..checks import PIPELINE_CHECKS
+        from ..suite import TARGETS_MODULE
+
+        chosen = {f"test_{c}" for c in self.settings.pipeline_checks}
+        others = {f"test_{c}" for c in PIPELINE_CHECKS} - chosen
+        dropped = [
+            item for item in items
+            if getattr(item, "originalname", None) in others and str(item.path) == str(TARGETS_MODULE)
+        ]  # fmt: skip
+        if dropped:
+            self.session.config.hook.pytest_deselected(items=dropped)
+            kept = set(map(id, dropped))
+            items[:] = [item for item in items if id(item) not in kept]
+
     def target(self, request: pytest.FixtureRequest) -> Target:
         """The Target of a test: a built-in one by name, or the test's own Target object. A target this diffusers
         lacks the classes of is skipped, and counted in the summary."""

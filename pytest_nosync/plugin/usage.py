@@ -132,6 +132,15 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
     return known
 
 
+def check_pipeline_checks(settings: Settings) -> None:
+    """An opt-in check that cannot run with the run's backend is one sentence before anything runs."""
+    if "cudagraphs" in settings.pipeline_checks and settings.backend != "cuda":
+        raise pytest.UsageError(
+            f"--nosync-checks: cudagraphs needs a GPU (CUDA graphs capture device work), and the run's backend is "
+            f"{settings.backend}"
+        )
+
+
 def check_scenarios(settings: Settings) -> None:
     """Scenarios named one by one can run here: a backend this machine cannot run (a CUDA-only feature under the
     emulation, an attention backend whose package is not installed) is one sentence before anything runs. With

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ..checks import SUITE_CHECKS
+from ..checks import PIPELINE_CHECKS
 from ..detectors.memory import UNATTRIBUTED
 from ..findings import Kind, Report
 from ..guard_options import GuardOptions
@@ -47,6 +47,8 @@ def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
     if check == "alloc_growth":
         order = scheduler_order(pipe)  # multistep schedulers keep `order` model outputs: legitimate growth
         return max(steps, order + 2), order  # two judged steps after the scheduler filled its history
+    if check == "cudagraphs":
+        return max(steps, 3), 1  # a CUDA graph tree warms a function up, records it, then replays it
     return max(steps, 2), 1
 
 
@@ -84,8 +86,8 @@ def run_check(
     target: str = "",
 ) -> Report:
     """The measured call under a guard of `check` alone (after the pipeline's warm-up call, see `warm`)."""
-    if check not in SUITE_CHECKS:
-        raise ValueError(f"unknown check {check!r}; choose from {', '.join(SUITE_CHECKS)}")
+    if check not in PIPELINE_CHECKS:
+        raise ValueError(f"unknown check {check!r}; choose from {', '.join(PIPELINE_CHECKS)}")
     steps, warmup = plan(check, pipe, steps)
     options = replace(options, checks=(check,), warmup_steps=warmup)
     try:

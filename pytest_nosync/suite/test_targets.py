@@ -1,4 +1,6 @@
-"""The built-in suite: every selected target through the four checks and its step metrics, each its own test id.
+"""The built-in suite: every selected target, with every selected scenario, through each check the suite runs on a
+pipeline (one test per check of pytest_nosync.checks.CHECKS, --nosync-checks choosing them) and its step metrics,
+each its own test id (`test_syncs[flux]`, `test_syncs[flux-first_block_cache]`).
 
 Runs with `pytest -m gpu --nosync` in this repository, and from anywhere (e.g. a diffusers checkout)
 with `pytest -m gpu --nosync --nosync-suite`.
@@ -6,29 +8,28 @@ with `pytest -m gpu --nosync --nosync-suite`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
+
+from pytest_nosync.checks import CHECKS, PIPELINE_CHECKS
 
 pytestmark = pytest.mark.gpu
 
 
-def test_syncs(nosync_check, nosync) -> None:
-    """Warm-up call, then ≥2 steps under the sync guard: no sync inside a step."""
-    nosync.add_report(nosync_check("syncs"))
+def _check_test(check: str) -> Callable[..., None]:
+    def test(nosync_check: Callable[[str], Any], nosync: Any) -> None:
+        nosync.add_report(nosync_check(check))
+
+    test.__name__ = test.__qualname__ = f"test_{check}"
+    test.__doc__ = CHECKS[check].help
+    return test
 
 
-def test_graph_breaks(nosync_check, nosync) -> None:
-    """dynamo explain of the denoiser on a real step's inputs, and no recompile between compiled steps."""
-    nosync.add_report(nosync_check("graph_breaks"))
-
-
-def test_alloc_growth(nosync_check, nosync) -> None:
-    """Steady-state steps (after the scheduler's order) leave no memory behind."""
-    nosync.add_report(nosync_check("alloc_growth"))
-
-
-def test_host_overhead(nosync_check, nosync) -> None:
-    """No module-tree walk in a steady-state step; host ms/step reported."""
-    nosync.add_report(nosync_check("host_overhead"))
+# test_syncs, test_graph_breaks, test_alloc_growth, test_host_overhead, test_cudagraphs (opt-in: --nosync-checks)
+for _check in PIPELINE_CHECKS:
+    globals()[f"test_{_check}"] = _check_test(_check)
 
 
 def test_step_metrics(nosync_step_metrics, benchmark, nosync) -> None:

@@ -6,6 +6,8 @@ marked test of the user's own pipeline, the library, and the baseline scoped to 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -81,6 +83,22 @@ def test_the_census_checks_each_tester_with_each_scenario_and_counts_what_does_n
     census = json.loads((pytester.path / "r.json").read_text())["census"]
     flux = census["outcomes"]["test_pipelines.py::TinyFluxPipelineFastTests"]
     assert sorted(flux) == ["syncs-first_block_cache", "syncs-taylorseer_cache"]
+
+    # the scenario census of that run: the table and its picture
+    table = _cli("census", "scenarios", str(pytester.path / "r.json"), "--title", "T")
+    assert table.returncode == 0, table.stderr
+    assert "| pipeline | first_block_cache | taylorseer_cache |" in table.stdout
+    assert f"| FluxPipeline | 1: `{FBC_LINE}` | 0 |" in table.stdout
+    assert "| LoopPipeline | not checked: no CacheMixin | not checked: no CacheMixin |" in table.stdout
+    assert "Scenarios that kept every pipeline they applied to at zero: `taylorseer_cache`." in table.stdout
+    picture = pytester.path / "map.png"
+    drawn = _cli("census", "plot", str(pytester.path / "r.json"), "--out", str(picture))
+    assert drawn.returncode == 0 and "2 pipelines by 2 scenarios" in drawn.stdout, drawn.stderr
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest_nosync", *args], capture_output=True, text=True)
 
 
 USER_TESTS = """

@@ -1,0 +1,138 @@
+"""Whether the denoiser's steps can be captured in CUDA graphs: what sync-free steps are for.
+
+The denoiser's forward is compiled with `mode="reduce-overhead"` (inductor with CUDA graph trees) for the guarded
+block; every time inductor decides to run a compiled graph without a CUDA graph it says why, through one function
+(`log_cudagraph_skip_and_bump_counter`: mutated inputs, CPU tensors or ops, dynamic shapes, an unsupported op...),
+which this detector wraps in each inductor module that calls it. An unexpected re-recording (a static input's data
+pointer changed between steps, a new shape) is made a skip at once (inductor's re-record limit set to 0 for the
+block), so its reason is said too. Each skip is a finding at the source line inductor names (its "Found from" stack),
+else at the denoiser's forward. A sync during capture raises inside the call: the pipeline's `error` finding.
+
+Only a GPU has CUDA graphs: under the emulation the check is not checked, with that reason. Inductor compiles for
+tens of seconds a pipeline: the check is opt-in (`--nosync-checks=...,cudagraphs`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from typing import Any
+
+import torch
+
+from .. import attribution
+from ..findings import DENOISER_REGION, Finding, Frame, Kind, Phase
+from ..guard_options import GuardOptions
+from ..patching import Patches
+from .base import CannotCheck, Detector, StepContext
+
+HINT = (
+    "a step that cannot be captured replays nothing: keep every tensor of the step on the device, mutate no input, "
+    "keep shapes and the inputs' storage fixed across steps"
+)
+_SOURCE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_CALLERS = ("torch._inductor.cudagraph_utils", "torch._inductor.compile_fx", "torch._inductor.cudagraph_trees",
+            "torch._inductor.output_code")  # fmt: skip
+_LOG = "log_cudagraph_skip_and_bump_counter"
+
+
+class CudaGraphsDetector(Detector):
+    name = "cudagraphs"
+
+    def __init__(self, options: GuardOptions) -> None:
+        super().__init__(options)
+        self._patches = Patches()
+        self._config: Any = None
+        self.skips: list[tuple[int | None, str]] = []  # (step, inductor's message)
+        self.calls = 0
+        self._forward: Frame | None = None
+
+    def arm(self, ctx: StepContext) -> None:
+        super().arm(ctx)
+        if self.options.backend != "cuda":
+            raise CannotCheck(
+                "cudagraphs needs a GPU: CUDA graphs capture device work, which the CPU emulation has none of "
+                "(run it with the cuda backend)"
+            )
+        denoiser = ctx.denoiser
+        if not isinstance(denoiser, torch.nn.Module):
+            raise CannotCheck(
+                f"the cudagraphs check compiles the pipeline's denoiser ({self.options.denoiser!r}), and this guard "
+                "has none: guard a pipeline (`nosync.guard(pipe)`)"
+            )
+        self._forward = _forward_frame(denoiser)
+        for name in _CALLERS:
+            module = importlib.import_module(name)
+            original = getattr(module, _LOG, None)
+            if original is not None:
+                self._patches.setattr(module, _LOG, self._noting(original))
+        self._config = torch._inductor.config.patch({"triton.cudagraph_unexpected_rerecord_limit": 0})
+        self._config.__enter__()
+        torch._dynamo.reset()
+        compiled = torch.compile(denoiser.forward, mode="reduce-overhead")
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return compiled(*args, **kwargs)
+
+        self._patches.setattr(denoiser, "forward", forward)
+
+    def _noting(self, original: Any) -> Any:
+        def noted(msg: str) -> None:
+            self.skips.append((self.ctx.current_step, str(msg)))
+            original(msg)
+
+        return noted
+
+    def disarm(self) -> None:
+        try:
+            self._patches.undo()
+            if self._config is not None:
+                self._config.__exit__(None, None, None)
+                self._config = None
+        finally:
+            torch._dynamo.reset()  # no compiled code, graphs or cache entries left behind for later tests
+            from torch._inductor import cudagraph_trees
+
+            cudagraph_trees.reset_cudagraph_trees()
+
+    def findings(self) -> list[Finding]:
+        out = []
+        for step, message in self.skips:
+            found = _SOURCE.findall(message)
+            frames = [Frame(file, int(line), "") for file, line in reversed(found)] or (
+                [self._forward] if self._forward is not None else []
+            )
+            where, stack = attribution.attribute(frames)
+            out.append(
+                Finding(
+                    kind=Kind.CUDAGRAPH_SKIP,
+                    where=where,
+                    stack=stack,
+                    step=step or 0,
+                    phase=Phase.IN_STEP,
+                    region=DENOISER_REGION,
+                    hint=HINT,
+                    detail=message.strip().splitlines()[0][:300],
+                    source=self.name,
+                )
+            )
+        return out
+
+    def unchecked(self) -> str | None:
+        if not self.calls and self._forward is not None:
+            return "the denoiser was not called in the guarded block: no step could be captured or judged"
+        return None
+
+
+def _forward_frame(module: torch.nn.Module) -> Frame | None:
+    try:
+        forward = type(module).forward
+        return Frame(inspect.getsourcefile(forward) or "", inspect.getsourcelines(forward)[1], "forward")
+    except (OSError, TypeError):
+        return None
+
+
+def detectors(options: GuardOptions) -> list[Detector]:
+    return [CudaGraphsDetector(options)]

@@ -1,0 +1,65 @@
+"""The cudagraphs check (detectors.cudagraphs): on a GPU, a denoiser that makes a CPU tensor in every step cannot be
+captured, and the skip is named at that line; its clean twin is captured and replayed, and passes. Under the
+emulation the check says it did not run, and asking a run for it there is a usage error."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+import torch
+
+from pytest_nosync import nosync_guard
+from tests.detectors.test_sync_twins import CUDA_BACKEND_ONLY
+from tests.twins import loop_pipeline
+
+
+class HostConstant(torch.nn.Module):
+    """A denoiser that adds a CPU tensor it makes in every call: inductor cannot capture a graph reading it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        return self.linear(latents) + torch.tensor([0.5]).sum()  # twin: a CPU tensor in the step
+
+
+def _guarded(pipe, device: torch.device, backend: str):
+    x = loop_pipeline.latents(device)
+    with nosync_guard(pipe, checks=("cudagraphs",), backend=backend) as g, torch.no_grad():
+        pipe(x, num_inference_steps=4)
+    return g.report
+
+
+@CUDA_BACKEND_ONLY
+def test_a_cpu_tensor_made_in_every_step_is_a_skip_at_its_line(backend: str, device: torch.device) -> None:
+    pipe = loop_pipeline.build(device)
+    pipe.transformer = HostConstant().to(device)
+    report = _guarded(pipe, device, backend)
+    assert report.passed is False
+    line = inspect.getsourcelines(HostConstant.forward)[1] + 1
+    assert {(f.kind, f.where.line) for f in report.failures} == {("cudagraph_skip", line)}, report.findings
+    assert "cpu" in report.failures[0].detail.lower()
+
+
+@CUDA_BACKEND_ONLY
+def test_the_clean_twin_is_captured_and_passes(backend: str, device: torch.device) -> None:
+    report = _guarded(loop_pipeline.build(device), device, backend)
+    assert report.passed, report.findings
+
+
+def test_under_the_emulation_the_check_did_not_run() -> None:
+    from pytest_nosync import execution_device
+
+    device = execution_device("emulate")
+    report = _guarded(loop_pipeline.build(device), device, "emulate")
+    assert report.passed is False and [f.kind for f in report.findings] == ["not_checked"]
+    assert "cudagraphs needs a GPU" in report.not_checked[0]
+
+
+def test_asking_a_run_for_it_without_a_gpu_is_one_sentence(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-m", "gpu", "--nosync", "--nosync-suite", "--nosync-backend", "emulate",
+                                "--nosync-checks", "syncs,cudagraphs")  # fmt: skip
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--nosync-checks: cudagraphs needs a GPU" in result.stderr.str()
