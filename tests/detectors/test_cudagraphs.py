@@ -15,14 +15,15 @@ from tests.twins import loop_pipeline
 
 
 class HostConstant(torch.nn.Module):
-    """A denoiser that adds a CPU tensor it makes in every call: inductor cannot capture a graph reading it."""
+    """A denoiser that makes a CPU tensor in every call (its input's mean, copied to the host) and scales by it:
+    inductor cannot capture a graph with a CPU node."""
 
     def __init__(self) -> None:
         super().__init__()
         self.linear = torch.nn.Linear(8, 8)
 
     def forward(self, latents: torch.Tensor) -> torch.Tensor:
-        return self.linear(latents) + torch.tensor([0.5]).sum()  # twin: a CPU tensor in the step
+        return self.linear(latents) * latents.mean().cpu()  # twin: a CPU tensor in the step
 
 
 def _guarded(pipe, device: torch.device, backend: str):
