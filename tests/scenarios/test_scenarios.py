@@ -22,8 +22,12 @@ SUITE = ("-m", "gpu", "--nosync", "--nosync-suite", "--nosync-targets", "flux", 
 
 @pytest.fixture(autouse=True, scope="module")
 def _dynamo_loaded() -> None:
-    """pytester unloads what a run imported; dynamo, imported a second time, registers with torch twice."""
-    torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
+    """pytester unloads what a run imported; dynamo, imported a second time, registers with torch twice. (Traced with
+    the emulation's CUDA mapping paused, where this module runs under a checking run.)"""
+    from pytest_nosync.emulation import cuda_map
+
+    with cuda_map.paused():
+        torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
     torch._dynamo.reset()
 
 
