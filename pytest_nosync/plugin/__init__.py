@@ -166,13 +166,17 @@ def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
 
 @pytest.fixture
 def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario) -> Any:
-    """The target's pipeline on the suite's device and dtype, with the test's scenario on, built once per session."""
-    return _session(request).suite.pipeline_for(request.node, nosync_target, nosync_scenario)
+    """The target's pipeline on the suite's device and dtype, with the test's scenario on, built once per session (a
+    scenario that does not apply skips the test; one that raised leaves the pipeline as it was, and the checks report
+    the raise)."""
+    suite = _session(request).suite
+    ctx = suite.call_context
+    return suite.prepared(nosync_target, ctx.device, ctx.dtype, nosync_scenario).pipe
 
 
 @pytest.fixture
 def nosync_check(
-    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario, nosync_pipeline: Any
 ) -> Callable[[str], Report]:
     """Run one of the suite's checks on the test's target pipeline (with its scenario) and return its Report."""
     suite = _session(request).suite
@@ -181,7 +185,7 @@ def nosync_check(
 
 @pytest.fixture
 def nosync_step_metrics(
-    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario
+    request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario, nosync_pipeline: Any
 ) -> Callable[[Any], Report]:
     """Measure the target's step metrics, timed through pytest-benchmark's `benchmark` fixture (given by the test),
     and judge them against the run loaded by --benchmark-compare (see plugin.benchmark)."""

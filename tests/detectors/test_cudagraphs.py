@@ -15,7 +15,7 @@ from tests.twins import loop_pipeline
 
 
 class HostConstant(torch.nn.Module):
-    """A denoiser that makes a CPU tensor in every call (its input's mean, copied to the host) and scales by it:
+    """A denoiser that makes a CPU tensor in every call (a ramp on the host, copied to the device) and adds it:
     inductor cannot capture a graph with a CPU node."""
 
     def __init__(self) -> None:
@@ -23,7 +23,7 @@ class HostConstant(torch.nn.Module):
         self.linear = torch.nn.Linear(8, 8)
 
     def forward(self, latents: torch.Tensor) -> torch.Tensor:
-        return self.linear(latents) * latents.mean().cpu()  # twin: a CPU tensor in the step
+        return self.linear(latents) + (torch.arange(8) * 0.1).to(latents.device)  # twin: a CPU tensor in the step
 
 
 def _guarded(pipe, device: torch.device, backend: str):
