@@ -29,30 +29,60 @@ class ScenarioMap:
 
     def markdown(self, title: str, environment: Mapping[str, Any]) -> str:
         checked = sum(1 for c in self.cells.values() if c.checked)
-        clean = [s for s in self.scenarios if self._clean(s)]
         lines = [
             f"# {title}",
             "",
             f"diffusers {environment.get('diffusers')}, torch {environment.get('torch')}, backend "
             f"{environment.get('backend')} ({environment.get('device')}). Check `{self.check}`: {checked} of "
             f"{len(self.cells)} pipeline × scenario cells reached a verdict. A cell is the check's count (for syncs: "
-            "per steady step), or why it has none.",
+            "per steady step; `census table` names the places), or why it has none.",
             "",
-            "Scenarios that kept every pipeline they applied to at zero: " + (", ".join(f"`{s}`" for s in clean) or
-                                                                                "none") + ".",
+            *self._against_plain(),
             "",
             "| pipeline | " + " | ".join(self.scenarios) + " |",
             "| --- | " + " | ".join("---" for _ in self.scenarios) + " |",
         ]  # fmt: skip
         for pipeline in self.pipelines:
-            cells = [self.cells[(pipeline, s)].text() if (pipeline, s) in self.cells else "not run"
-                     for s in self.scenarios]  # fmt: skip
+            cells = [_count(self.cells.get((pipeline, s))) for s in self.scenarios]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in (pipeline, *cells)) + " |")
         return "\n".join(lines) + "\n"
 
-    def _clean(self, scenario: str) -> bool:
-        cells = [c for (_, s), c in self.cells.items() if s == scenario and c.checked]
-        return bool(cells) and all(c.count == 0 for c in cells)
+    def against_plain(self, scenario: str) -> tuple[int, int, int]:
+        """(more, as many, fewer): the pipelines whose count under `scenario` is above, equal to, below the plain
+        pipeline's, of those where both reached a verdict. What a user asks of a feature: does it add to my loop?"""
+        more = same = fewer = 0
+        for pipeline in self.pipelines:
+            base, cell = self.cells.get((pipeline, PLAIN)), self.cells.get((pipeline, scenario))
+            if base is None or cell is None or not (base.checked and cell.checked):
+                continue
+            more += cell.count > base.count
+            same += cell.count == base.count
+            fewer += cell.count < base.count
+        return more, same, fewer
+
+    def _against_plain(self) -> list[str]:
+        if PLAIN not in self.scenarios:
+            return []
+        lines = ["", "Against the plain pipeline (pipelines where both reached a verdict):", ""]
+        kept = []
+        for scenario in self.scenarios:
+            if scenario == PLAIN:
+                continue
+            more, same, fewer = self.against_plain(scenario)
+            if more + same + fewer == 0:
+                lines.append(f"- `{scenario}`: applied to no pipeline here")
+                continue
+            lines.append(f"- `{scenario}`: more in {more}, as many in {same}, fewer in {fewer}")
+            kept += [scenario] if more == 0 else []
+        clean = ", ".join(f"`{s}`" for s in kept) or "none"
+        return [*lines, "", f"Added nothing to any pipeline's steady steps: {clean}."]
+
+
+def _count(cell: Cell | None) -> str:
+    """A map's cell: the count where the check reached its verdict, else its state and short reason."""
+    if cell is None:
+        return "not run"
+    return str(cell.count) if cell.checked else cell.text()
 
 
 def scenario_map(reports: Iterable[Report], coverage: Coverage, check: str = "syncs") -> ScenarioMap:
@@ -77,33 +107,40 @@ STATES = {Verdict.RAISED: "raised", Verdict.NOT_CHECKED: "not checked", Verdict.
 
 
 def plot(data: ScenarioMap, path: str, title: str) -> None:
-    """The heat map, written to `path` (PNG, SVG or PDF by its suffix). Needs matplotlib (`pip install
-    pytest-nosync[plot]`)."""
+    """The heat map, written to `path` (PNG, SVG or PDF by its suffix): counts on a log scale (zero the lightest), the
+    cells without a verdict grey with their state. Needs matplotlib (`pip install 'pytest-nosync[plot]'`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display needed
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.colors import SymLogNorm
 
     counts = np.full((len(data.pipelines), len(data.scenarios)), np.nan)
     for (pipeline, scenario), cell in data.cells.items():
         if cell.checked:
             counts[data.pipelines.index(pipeline), data.scenarios.index(scenario)] = cell.count
-    width = 2.5 + 0.55 * len(data.scenarios)
-    height = 1.6 + 0.28 * len(data.pipelines)
-    figure, axes = plt.subplots(figsize=(width, height))
-    axes.set_facecolor("#eeeeee")  # cells without a verdict: no colour, their state written in them
-    image = axes.imshow(np.ma.masked_invalid(counts), cmap="Reds", aspect="auto", vmin=0,
-                        vmax=max(1.0, float(np.nanmax(counts)) if np.isfinite(counts).any() else 1.0))  # fmt: skip
+    top = float(np.nanmax(counts)) if np.isfinite(counts).any() else 1.0
+    label_width = max((len(p) for p in data.pipelines), default=10) * 0.065
+    figure, axes = plt.subplots(
+        figsize=(2.0 + label_width + 0.6 * len(data.scenarios), 2.2 + 0.2 * len(data.pipelines)),
+        layout="constrained",
+    )
+    axes.set_facecolor("#d9d9d9")  # cells without a verdict: no colour, their state written in them
+    norm = SymLogNorm(linthresh=1.0, vmin=0.0, vmax=max(1.0, top))  # 0, 1, 10, 100...: a few syncs stay visible
+    image = axes.imshow(np.ma.masked_invalid(counts), cmap="Reds", aspect="auto", norm=norm, interpolation="none")
     for (pipeline, scenario), cell in data.cells.items():
         y, x = data.pipelines.index(pipeline), data.scenarios.index(scenario)
-        text = str(cell.count) if cell.checked else STATES.get(cell.outcome.verdict, "") if cell.outcome else ""
-        axes.text(x, y, text, ha="center", va="center", fontsize=6 if not cell.checked else 7,
-                  color="black" if not cell.checked or cell.count < 0.6 * image.norm.vmax else "white")  # fmt: skip
-    axes.set_xticks(range(len(data.scenarios)), data.scenarios, rotation=60, ha="right", fontsize=7)
-    axes.set_yticks(range(len(data.pipelines)), data.pipelines, fontsize=7)
+        if cell.checked:
+            text, color = str(cell.count), "white" if norm(cell.count) > 0.6 else "black"
+        else:
+            text, color = STATES.get(cell.outcome.verdict, "") if cell.outcome else "", "#555555"
+        axes.text(x, y, text, ha="center", va="center", fontsize=6, color=color)
+    axes.set_xticks(range(len(data.scenarios)), data.scenarios, rotation=50, ha="right", fontsize=7)
+    axes.set_yticks(range(len(data.pipelines)), data.pipelines, fontsize=6)
+    axes.xaxis.set_ticks_position("top")
+    axes.xaxis.set_label_position("top")
     axes.set_title(title, fontsize=9)
-    figure.colorbar(image, ax=axes, fraction=0.03, pad=0.02, label=f"{data.check} per steady step")
-    figure.tight_layout()
-    figure.savefig(path, dpi=150)
+    figure.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label=f"{data.check} per steady step (log scale)")
+    figure.savefig(path, dpi=100 if len(data.pipelines) > 40 else 150)
     plt.close(figure)
