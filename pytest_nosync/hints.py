@@ -53,6 +53,13 @@ PATTERNS: tuple[Pattern, ...] = (
         "a copy to the host waits for the device: move it out of the loop or copy non_blocking into pinned memory",
     ),
     _p(
+        "format",
+        r"\bprint\s*\(|\b(str|repr|format)\s*\(|\bf[\"']|\.format\s*\(|%\s*\(?\w",
+        "dtoh_sync",
+        "formatting a device tensor (print, str, repr, an f-string) copies it to the host and waits: format it "
+        "outside the loop, or log a value you keep on the host",
+    ),
+    _p(
         "scalar_cast",
         r"^\s*(float|int|bool|complex)\s*\(|math\.\w+\s*\(",
         "dtoh_sync",

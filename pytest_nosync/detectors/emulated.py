@@ -19,7 +19,7 @@ from .base import Detector, StepContext
 ERROR_MESSAGE = "pytest-nosync: a synchronizing operation on the emulated device inside a guarded step (fail-fast mode)"
 _SCALAR_PATTERN = "scalar_cast"  # a value read back (.item() and friends) whose expression says nothing more
 # Expression patterns that say more than the op's: the copy is the tail of torch.tensor(...), a tolist().
-_REFINEMENTS = {"to_device": ("tensor_from_data",), "to_host": ("tolist",)}
+_REFINEMENTS = {"to_device": ("tensor_from_data",), "to_host": ("tolist", "format")}
 
 
 class EmulatedSyncDetector(Detector):

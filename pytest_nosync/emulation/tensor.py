@@ -105,8 +105,9 @@ class EmulatedTensor(torch.Tensor):
         return self.item().__format__(spec) if self.dim() == 0 else object.__format__(self, spec)
 
     def __repr__(self, *, tensor_contents: Any = None) -> str:
-        # Printing does not count as a sync: a debugger session must not add findings.
-        text = repr(self._raw)
+        # Formatting reads every value back (print, str, repr, f-strings): on a GPU a copy to the host that waits for
+        # the device, so here a copy the sync listener sees, at the line that formatted it.
+        text = repr(self.to(_CPU))
         return text[:-1] + f", device='{self.device}')" if text.endswith(")") else text
 
 

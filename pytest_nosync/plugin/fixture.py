@@ -18,6 +18,26 @@ if TYPE_CHECKING:
     from .session import NosyncSession
 
 
+BODY_GUARD = pytest.StashKey["Guard"]()  # a marked test's body guard, while the body runs
+
+
+class _WithinBody:
+    """`nosync.guard(pipe)` in a body the marker guards already: the body's guard, given the pipeline (its steps
+    become the body's), and one report."""
+
+    def __init__(self, body: Guard, pipeline: Any) -> None:
+        self.body = body
+        self.pipeline = pipeline
+
+    def __enter__(self) -> Guard:
+        if self.pipeline is not None and self.body.pipeline is None:
+            self.body.adopt(self.pipeline)
+        return self.body
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
+
+
 class NosyncFixture:
     def __init__(self, item: pytest.Item, session: NosyncSession | None) -> None:
         self.item = item
@@ -32,6 +52,15 @@ class NosyncFixture:
         fields, and the Guard's own arguments."""
         from ..guard import Guard
 
+        body = self.item.stash.get(BODY_GUARD, None)
+        if body is not None:
+            if overrides:
+                pytest.fail(
+                    "the nosync marker guards this test's body already, with its checks and options: give them to "
+                    f"the marker, not to nosync.guard() ({', '.join(overrides)})",
+                    pytrace=False,
+                )
+            return _WithinBody(body, pipeline)  # type: ignore[return-value]
         fields, rest = split_options(overrides)
         test_id = plain_nodeid(self.item.nodeid)
         if self._session is None:

@@ -267,20 +267,24 @@ class NosyncSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
         guard = None
-        if pyfuncitem.get_closest_marker("nosync") is not None and "nosync" not in pyfuncitem.fixturenames:
-            from .fixture import NosyncFixture
+        if pyfuncitem.get_closest_marker("nosync") is not None:  # the body, whether or not the test takes `nosync`
+            from .fixture import BODY_GUARD, NosyncFixture
 
             # The body; with a pipeline among the test's arguments, that pipeline's steps (guard.Guard's doc)
             pipeline = _pipeline_argument(pyfuncitem)
             if self._with_scenario(pyfuncitem, pipeline):
                 guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True)
+                pyfuncitem.stash[BODY_GUARD] = guard  # the `nosync` fixture's blocks are the body guard's
             else:  # the scenario raised: its error is the test's report, and the body does not run
                 pyfuncitem.obj = _no_body
         if guard is None:
             result = yield
         else:
-            with guard:
-                result = yield
+            try:
+                with guard:
+                    result = yield
+            finally:
+                del pyfuncitem.stash[BODY_GUARD]
         self.verdict(self.reports_of(pyfuncitem))
         return result
 

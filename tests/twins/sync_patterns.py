@@ -103,6 +103,21 @@ def to_cpu(x, dev):
 
 
 @bug("dtoh_sync")
+def print_of_tensor(x, dev):
+    print(x)  # expect: dtoh_sync (a debug print in a loop: formatting copies to the host)
+
+
+@bug("dtoh_sync")
+def fstring_of_tensor(x, dev):
+    return f"latents: {x}"  # expect: dtoh_sync
+
+
+@bug("dtoh_sync")
+def str_of_tensor(x, dev):
+    return str(x * 2)  # expect: dtoh_sync
+
+
+@bug("dtoh_sync")
 def nonzero(x, dev):
     return torch.nonzero(x > 0)  # expect: dtoh_sync
 

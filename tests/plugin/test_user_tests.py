@@ -1,0 +1,59 @@
+"""A user's own tests, second round (issue 36): no green where a GPU would sync — a marked test that also takes the
+`nosync` fixture is guarded whether or not it enters `nosync.guard()`, with one report when it does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+MARKED_WITH_FIXTURE = """
+import pytest
+import torch
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_never_enters_the_fixture(nosync, nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    for _ in range(2):
+        x = x + x.sum().item()  # planted: never in a nosync.guard block
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_enters_the_fixture(nosync, nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    with nosync.guard() as g, g.step():
+        x = x + x.sum().item()  # planted: in both guards
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_clean_loop(nosync, nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    with nosync.guard() as g, g.step():
+        x = x * 0.5
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_options_to_both(nosync, nosync_device):
+    with nosync.guard(checks=["host_overhead"]):
+        pass
+"""
+
+
+def test_the_marker_guards_its_test_whether_or_not_the_fixture_guards_a_block(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_marked=MARKED_WITH_FIXTURE)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "--nosync-report=r.json")
+    result.assert_outcomes(passed=1, failed=3)
+    written = (pytester.path / "test_marked.py").read_text().splitlines()
+    never, enters = [i + 1 for i, line in enumerate(written) if "# planted" in line]
+    result.stdout.fnmatch_lines([f"*dtoh_sync*test_marked.py:{never}*", f"*dtoh_sync*test_marked.py:{enters}*"])
+    result.stdout.fnmatch_lines(["*the nosync marker guards this test's body already, with its checks and options: "
+                                 "give them to the marker, not to nosync.guard() (checks)*"])  # fmt: skip
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    ids = [t["test_id"].rsplit("::", 1)[-1] for t in tests]
+    assert sorted(ids) == [
+        "test_clean_loop",
+        "test_enters_the_fixture",
+        "test_never_enters_the_fixture",
+        "test_options_to_both",
+    ], ids  # fmt: skip  (one report each: the body guard's)
