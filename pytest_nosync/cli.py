@@ -47,8 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=1, help="unprofiled calls before it (default 1)")
     p.add_argument(
         "--device",
-        help="cuda, emu (the CPU emulation of a GPU: syncs are checked as on one) or cpu; "
-        "default: cuda when available, else cpu",
+        help="cuda, emu (the CPU emulation of a GPU: syncs are checked as on one) or cpu (nothing to check syncs "
+        "on); default: cuda when available, else emu, as pytest's runs",
     )
     p.add_argument("--dtype", choices=_DTYPES, help="default: bfloat16 on cuda, float32 on cpu")
     p.add_argument("--checkpoint", help="a local checkpoint directory or cached repo id instead of the tiny build")
@@ -202,7 +202,7 @@ def _write(option: str, path: str, write: Callable[[], object]) -> None:
 
 def compare_reports(reference_path: str, other_path: str) -> int:
     """`compare`: 1 when the other run found what the reference did not."""
-    from .compare import compare, render
+    from .compare import NothingInCommon, compare, render
     from .run_report import read
 
     reports = []
@@ -211,7 +211,10 @@ def compare_reports(reference_path: str, other_path: str) -> int:
             reports.append(read(path)[1])
         except (OSError, ValueError) as exc:
             raise _unreadable("the report", path, exc) from None
-    result = compare(*reports)
+    try:
+        result = compare(*reports)
+    except NothingInCommon as exc:
+        raise UsageError(f"{reference_path} and {other_path}: {exc}") from None
     print(render(result, ("reference", "other")))
     return 1 if result.only_other or result.failed_only_other else 0
 
@@ -348,13 +351,18 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if args.nsys and budgets.any:
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
     _check_checkpoint(args.checkpoint)
+    device = _device(args.device)  # before any output is made: a bad device leaves nothing behind
+    if args.nsys and device.type != "cuda":
+        raise UsageError(
+            f"--nsys marks CUDA work for nsys (NVTX ranges, cudaProfilerStart/Stop) and the device is {device}: "
+            "run it on a GPU, under `nsys profile --capture-range=cudaProfilerApi`"
+        )
     out = _named_out(args)
     _check_writable("--out", out, "trace.json")  # before the pipeline is built and run, not after
     _check_writable("--json", args.json_out, "diagnosis.json")
     if not out and not args.nsys:  # (nsys mode writes no trace)
         out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     target = targets[args.target]
-    device = _device(args.device)
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
     pipe = build(target, device, dtype, checkpoint=args.checkpoint)
     if args.mode == "compile":
@@ -430,10 +438,10 @@ def _device(name: str | None) -> torch.device:
 
     from .devices import cuda_available, execution_device
 
-    if name in ("emu", "emulate"):
+    if name in ("emu", "emulate") or (not name and not cuda_available()):  # the default: what pytest checks with
         return execution_device("emulate")
     if not name:
-        return torch.device("cuda" if cuda_available() else "cpu")
+        return torch.device("cuda")
     try:
         device = torch.device(name)
     except RuntimeError as exc:

@@ -42,9 +42,16 @@ class ReportComparison:
         return len(self.both) / seen if seen else 1.0
 
 
+class NothingInCommon(ValueError):
+    """The two reports share no test: a recall would be a number of nothing."""
+
+
 def compare(reference: Iterable[Report], other: Iterable[Report]) -> ReportComparison:
+    """Raises NothingInCommon when the two runs share no test (check)."""
     ref = {(r.test_id, r.check): r for r in reference}
     oth = {(r.test_id, r.check): r for r in other}
+    if not set(ref) & set(oth):
+        raise NothingInCommon("the two reports have no test in common: nothing to compare")
     out = ReportComparison()
     for key in sorted(set(ref) & set(oth)):
         out.tests += 1

@@ -16,7 +16,9 @@ only hand a test what the session gives.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from .session import NosyncSession
 
 SESSION = pytest.StashKey["NosyncSession"]()
+BENCHMARK_DIR = pytest.StashKey["Path | None"]()
 NOT_CHECKING = "the suite's fixtures check nothing without --nosync: run `pytest -m gpu --nosync`"
 
 
@@ -47,6 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("xdist"):
         config.addinivalue_line("markers", options.XDIST_GROUP_HELP)
     config.pluginmanager.register(NotRun(), "nosync-not-run")
+    config.stash[BENCHMARK_DIR] = _benchmark_dir_to_clean(config)
     if not options.checking(config):
         given = options.given_flags(config)
         if given:  # an option that would change nothing must not look as if it did
@@ -55,6 +59,25 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import NosyncSession
 
     config.stash[SESSION] = NosyncSession.start(config)
+
+
+def _benchmark_dir_to_clean(config: pytest.Config) -> Path | None:
+    """pytest-benchmark, which this plugin installs, makes its storage directory (`.benchmarks/`) in the working
+    directory in every run, saving or not: the one it is about to make, if it does not exist yet."""
+    storage = config.getoption("benchmark_storage", default=None)
+    if not isinstance(storage, str) or not storage.startswith("file://"):
+        return None
+    path = Path(storage.removeprefix("file://")).absolute()
+    return None if path.exists() else path
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # A run that saved nothing leaves no empty `.benchmarks/` behind (one that saved a benchmark keeps it).
+    path = config.stash.get(BENCHMARK_DIR, None)
+    if path is not None and path.is_dir() and not any(path.iterdir()):
+        with contextlib.suppress(OSError):
+            path.rmdir()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

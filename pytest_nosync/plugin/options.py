@@ -50,7 +50,8 @@ class OptionError(ValueError):
 
 # ---- parsers: raw value (command-line text, ini text or a marker's Python value) → typed value ----------------
 def choice(*values: str) -> Callable[[Any], str]:
-    expected = " or ".join(repr(v) for v in values) if len(values) == 2 else "one of " + ", ".join(values)
+    names = [str(v) for v in values]  # an enum's members say their value, not `<Mode.WARN: 'warn'>`
+    expected = " or ".join(repr(v) for v in names) if len(names) == 2 else "one of " + ", ".join(names)
 
     def parse(raw: Any) -> str:
         if raw not in values:

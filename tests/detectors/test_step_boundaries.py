@@ -83,3 +83,25 @@ def test_the_graph_check_compiles_the_denoiser_after_a_prior_loop() -> None:
         pipe(torch.randn(2, 8), num_inference_steps=2, prior_steps=2, iterate=True)
     assert g.report.passed, (g.report.not_checked, g.report.findings)
     assert g.report.metrics["compiles_per_step"] == {"0": 1} and g.report.steps == 2
+
+
+def test_a_one_step_call_is_not_checked_where_a_callbacks_sync_would_pass(backend: str, device: torch.device) -> None:
+    """A sync in `callback_on_step_end` runs after the step's update: in a two-step call it is the next step's and
+    fails; in a one-step call it would be after the steps and pass, so that call is not checked (a failure)."""
+    pipe = loop_pipeline.build(device)
+
+    def reads(pipeline, i, t, tensors):
+        float(tensors["latents"].sum())  # twin: reads in the step callback
+        return {}
+
+    verdicts = {}
+    for steps in (1, 2):
+        x = loop_pipeline.latents(device)
+        with nosync_guard(pipe, backend=backend) as g, torch.no_grad():
+            pipe(x, num_inference_steps=steps, callback_on_step_end=reads)
+        verdicts[steps] = g.report
+    one, two = verdicts[1], verdicts[2]
+    assert one.passed is False and "the pipeline's loop ran 1 denoising step(s)" in one.not_checked[0]
+    assert two.passed is False and not two.not_checked
+    line = reads.__code__.co_firstlineno + 1
+    assert [(f.kind, f.where.line, f.step) for f in two.failures] == [("dtoh_sync", line, 1)]

@@ -181,6 +181,7 @@ def test_a_marked_tests_step_metrics_are_a_row_named_by_the_test(pytester: pytes
         ("--nosync-baseline=entries.json", "--nosync-baseline: baseline entries.json: 'entries' must be a list*"),
         ("--nosync-trace-dir=afile", "--nosync-trace-dir: cannot write traces to afile: afile is a file, *"),
         ("--nosync-trace-dir=afile/t", "--nosync-trace-dir: cannot write traces to afile/t: afile is a file, *"),
+        ("--nosync-mode=nope", "--nosync-mode: must be 'warn' or 'error', got 'nope'"),  # not `<Mode.WARN: 'warn'>`
     ],
 )
 def test_a_bad_path_is_one_sentence_before_any_test_runs(pytester: pytest.Pytester, option: str, message: str) -> None:

@@ -57,3 +57,16 @@ def test_the_marker_guards_its_test_whether_or_not_the_fixture_guards_a_block(py
         "test_never_enters_the_fixture",
         "test_options_to_both",
     ], ids  # fmt: skip  (one report each: the body guard's)
+
+
+def test_a_run_leaves_no_empty_benchmarks_directory_where_it_runs(pytester: pytest.Pytester) -> None:
+    """pytest-benchmark, which pytest-nosync installs, makes `.benchmarks/` in the working directory in every run; a
+    run that saved nothing leaves none behind, with or without --nosync. One that saves a benchmark keeps it."""
+    pytester.makepyfile(
+        test_plain="def test_a():\n    pass\n", test_timed="def test_b(benchmark):\n    benchmark(len, [])\n"
+    )
+    for args in ((), ("--nosync",)):
+        pytester.runpytest("-p", "no:cacheprovider", "-k", "test_a", *args).assert_outcomes(passed=1)
+        assert not (pytester.path / ".benchmarks").exists(), args
+    pytester.runpytest("-p", "no:cacheprovider", "-k", "test_b", "--benchmark-autosave").assert_outcomes(passed=1)
+    assert any((pytester.path / ".benchmarks").rglob("*.json"))

@@ -144,6 +144,7 @@ def test_a_private_directory_someone_else_made_is_refused(
         (("profile", "--target", "flux"), "unknown target 'flux'; known: tiny"),
         (("profile", "--target", "tiny", "--budget", "nope=1"), "unknown budget 'nope'"),
         (("profile", "--target", "tiny", "--schedule", "1"), "expected WAIT,WARMUP,ACTIVE"),
+        (("profile", "--target", "tiny", "--nsys", "--device", "emu"), "--nsys marks CUDA work for nsys (NVTX ranges"),
     ],
 )
 def test_usage_errors(argv: tuple[str, ...], message: str, capsys: Any) -> None:
@@ -176,3 +177,17 @@ def test_real_targets_when_the_registry_is_there(tmp_path: Path, capsys: Any) ->
     regions = {r.name for r in Trace.load(str(out)).region_ranges()}
     assert {"nosync::region::transformer_forward", "nosync::region::scheduler_step"} <= regions
     assert "trace diagnosis: 2 step(s)" in capsys.readouterr().out
+
+
+def test_a_bad_device_leaves_no_directory_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_info:
+        _main("profile", "--target", "tiny", "--device", "nope")
+    assert exit_info.value.code == 4 and "--device nope" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # the outputs' directory was made after the device was known
+
+
+def test_without_a_gpu_the_default_device_is_the_emulation_as_in_pytest(tmp_path: Path, capsys: Any) -> None:
+    assert _main("profile", "--target", "tiny", "--out", str(tmp_path / "t.json")) == 0
+    assert BUILT[-1].device.startswith("emu"), BUILT[-1].device  # not the plain CPU, where no sync can be seen
+    assert "syncs: not checked on the plain CPU" not in capsys.readouterr().out

@@ -57,6 +57,7 @@ class LoopPipeline(DiffusionPipeline):
         read_in_prior: bool = False,
         x0_step: bool = False,
         only_once: bool = False,
+        callback_on_step_end: Any = None,
     ) -> torch.Tensor:
         """`strength` < 1 runs that share of the steps, as an img2img pipeline does; `fail` raises in the loop. The
         steps come from `num_inference_steps` or from a list of `timesteps`, never both (ConsistencyModelPipeline's)."""
@@ -80,8 +81,10 @@ class LoopPipeline(DiffusionPipeline):
                 latents = self._iteration(latents, t, read_early, fail)
         else:
             with self.progress_bar(total=len(timesteps)) as bar:
-                for t in timesteps:
+                for i, t in enumerate(timesteps):
                     latents = self._iteration(latents, t, read_early, fail)
+                    if callback_on_step_end is not None:  # as diffusers' pipelines call it, after the update
+                        latents = callback_on_step_end(self, i, t, {"latents": latents}).get("latents", latents)
                     bar.update()
         return latents * 2
 

@@ -47,3 +47,19 @@ def test_counts_both_misses_and_false_alarms() -> None:
 def test_a_test_failing_only_in_the_other_run_is_a_false_failure() -> None:
     result = compare([_report("t::a")], [_report("t::a", Finding("dtoh_sync", "/x.py:1", step=0), passed=False)])
     assert result.failed_only_other == ["t::a [syncs]"]
+
+
+def test_reports_without_a_test_in_common_are_one_sentence(tmp_path) -> None:
+    """A recall over no common test said 100% and exit 0; now a usage error, one sentence."""
+    import json
+    import subprocess
+    import sys
+
+    from pytest_nosync import run_report
+
+    for name, test in (("a.json", "t::a"), ("b.json", "t::b")):
+        (tmp_path / name).write_text(json.dumps(run_report.document([_report(test)], {})))
+    done = subprocess.run([sys.executable, "-m", "pytest_nosync", "compare", str(tmp_path / "a.json"),
+                           str(tmp_path / "b.json")], capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 4 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "have no test in common: nothing to compare" in done.stderr
