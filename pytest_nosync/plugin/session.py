@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from .suite_run import SuiteRun
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
+NO_RERUN = (
+    "trace: none kept: a test's own guarded block is not run twice (its body may not be repeatable); "
+    "--nosync-trace always keeps the trace of every guarded block"
+)
 _MARKER = pytest.StashKey[dict[str, Any]]()
 EMULATION_BANNER = (
     "nosync: no GPU here, so syncs are emulated on the CPU: reads of device values and blocking host copies are "
@@ -172,6 +176,12 @@ class NosyncSession:
         failed = [r for r in reports if r.passed is False]
         if not failed:
             return
+        trace = self.settings.trace
+        for r in failed:  # the suite's and the census's checks run a failing call again under the profiler
+            if trace.mode == "on-failure" and not trace.nsys and not r.artifacts.get("trace") and NO_RERUN not in (
+                r.summary or ""
+            ):
+                r.summary = "\n".join(filter(None, (r.summary, NO_RERUN)))
         if self.settings.baseline_write:
             for r in failed:
                 r.metrics["recorded"] = True

@@ -70,3 +70,30 @@ def test_a_run_leaves_no_empty_benchmarks_directory_where_it_runs(pytester: pyte
         assert not (pytester.path / ".benchmarks").exists(), args
     pytester.runpytest("-p", "no:cacheprovider", "-k", "test_b", "--benchmark-autosave").assert_outcomes(passed=1)
     assert any((pytester.path / ".benchmarks").rglob("*.json"))
+
+
+FAILING_MARKED = """
+import pytest
+import torch
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_loop(nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    x = x + x.sum().item()  # planted
+"""
+
+
+def test_a_failing_marked_test_keeps_the_trace_its_setting_promises(pytester: pytest.Pytester) -> None:
+    """on-failure (the default): a test's own block is not run twice, and its failure says so; always: its trace is
+    kept, at the path its failure names."""
+    pytester.makepyfile(test_traced=FAILING_MARKED)
+    default = pytester.runpytest("--nosync", "-p", "no:cacheprovider")
+    default.assert_outcomes(failed=1)
+    default.stdout.fnmatch_lines(["*trace: none kept: a test's own guarded block is not run twice*"])
+    kept = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "--nosync-trace=always",
+                              "--nosync-trace-dir=traces")  # fmt: skip
+    kept.assert_outcomes(failed=1)
+    kept.stdout.fnmatch_lines(["*trace: traces/test_traced.py__test_loop.json (open it in Perfetto)*"])
+    assert (pytester.path / "traces" / "test_traced.py__test_loop.json").exists()
+    assert "none kept" not in kept.stdout.str()
