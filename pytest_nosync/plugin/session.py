@@ -178,8 +178,11 @@ class NosyncSession:
             return
         trace = self.settings.trace
         for r in failed:  # the suite's and the census's checks run a failing call again under the profiler
-            if trace.mode == "on-failure" and not trace.nsys and not r.artifacts.get("trace") and NO_RERUN not in (
-                r.summary or ""
+            if (
+                trace.mode == "on-failure"
+                and not trace.nsys
+                and not r.artifacts.get("trace")
+                and NO_RERUN not in (r.summary or "")
             ):
                 r.summary = "\n".join(filter(None, (r.summary, NO_RERUN)))
         if self.settings.baseline_write:

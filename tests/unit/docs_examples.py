@@ -9,6 +9,12 @@ A fenced ```python block is preceded by a directive, an HTML comment (GitHub doe
     <!-- example: fragment; why: REASON -->
         not runnable as written (a line of a table, a call with `...`), and why
 
+A fenced ```text block may be preceded by an output directive: the block is what a command prints, each of its
+non-blank lines a line of the command's stdout, in order (so a page's sample output cannot go stale):
+
+    <!-- example: output NAME; run: pytest -m gpu --nosync ...; expect: failed=1 -->
+        `python -m pytest -p no:cacheprovider ARGS` in a directory of its own
+
 `expect:` takes NAME=N items separated by spaces or commas: pytest's outcome counts (passed, failed, errors, skipped,
 xfailed, xpassed; those not named must be 0, as in `RunResult.assert_outcomes`) and `exit`, the exit status. Each
 `output:` is an fnmatch pattern for a line of stdout, matched in order. Each example runs in a directory of its own,
@@ -30,7 +36,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-KINDS = ("test", "script", "fragment")
+KINDS = ("test", "script", "fragment", "output")
 PYTHON = ("python", "py")
 OUTCOMES = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 TIMEOUT_S = 300
@@ -90,7 +96,8 @@ def blocks(text: str, page: str) -> list[Block]:
             pending = (directive.group(1).strip(), i + 1)
         elif fence:
             end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("```")), len(lines))
-            if pending and fence.group(1) not in PYTHON:
+            language = fence.group(1)
+            if pending and language not in PYTHON and not (language == "text" and pending[0].startswith("output")):
                 raise DirectiveError(f"{page}:{pending[1]}: a directive stands above a python block, not {lines[i]!r}")
             text_, at = pending or (None, 0)
             out.append(Block(page, i + 1, fence.group(1), "\n".join(lines[i + 1 : end]) + "\n", text_, at))
@@ -122,8 +129,9 @@ def parse(block: Block) -> Example:
     if not re.fullmatch(r"\w+", name):
         raise DirectiveError(f"{where}: a {kind} example needs a name of letters, digits and _, got {name!r}")
     run = shlex.split(" ".join(fields.get("run", [])))
-    if run[:1] != (["pytest"] if kind == "test" else ["python"]):
-        raise DirectiveError(f"{where}: a {kind} example runs with `run: {'pytest' if kind == 'test' else 'python'}`")
+    runner = "python" if kind == "script" else "pytest"
+    if run[:1] != [runner]:
+        raise DirectiveError(f"{where}: a {kind} example runs with `run: {runner}`")
     expect: dict[str, int] = {}
     for item in re.split(r"[,\s]+", " ".join(fields.get("expect", []))):
         noun, sep, count = item.partition("=")
@@ -133,6 +141,8 @@ def parse(block: Block) -> Example:
     if kind == "script" and set(expect) != {"exit"}:
         raise DirectiveError(f"{where}: a script example expects its exit status (`expect: exit=0`)")
     output = tuple(fields.get("output", []))
+    if kind == "output":  # the block's lines are the output, as printed
+        output = tuple(line.rstrip() for line in block.code.splitlines() if line.strip())
     return Example(block.page, block.directive_line, kind, name, tuple(run[1:]), expect, output, code=block.code)
 
 
@@ -160,10 +170,12 @@ def run(example: Example, directory: Path) -> Ran:
     """Write the example's block into `directory` and run it as its directive says, in a process of its own."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / example.filename
-    path.write_text(example.code, encoding="utf-8")
-    if example.kind == "test":
+    if example.kind != "output":  # an output's block is what the command prints, not a file it runs
+        path.write_text(example.code, encoding="utf-8")
+    if example.kind in ("test", "output"):
         (directory / "pytest.ini").write_text("[pytest]\n")  # a project of its own: no ini or conftest above it
-        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *example.run, path.name]
+        tests = [path.name] if example.kind == "test" else []
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *example.run, *tests]
     else:
         command = [sys.executable, path.name, *example.run]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_"))}  # an outer run's
@@ -177,7 +189,7 @@ def problems(example: Example, ran: Ran) -> list[str]:
     out: list[str] = []
     if "exit" in example.expect and ran.exit != example.expect["exit"]:
         out.append(f"exit status {ran.exit}, the page says {example.expect['exit']}")
-    if example.kind == "test":
+    if example.kind in ("test", "output"):
         try:
             counts = pytest.RunResult.parse_summary_nouns(ran.stdout.splitlines())
         except ValueError:
@@ -189,10 +201,11 @@ def problems(example: Example, ran: Ran) -> list[str]:
             if got != said:
                 shown = ", ".join(f"{k}={v}" for k, v in got.items() if v or said[k])
                 out.append(f"outcomes {shown}, the page says {', '.join(f'{k}={v}' for k, v in said.items() if v)}")
-    lines = ran.stdout.splitlines()
+    lines = [line.rstrip() for line in ran.stdout.splitlines()]
     at = 0
+    match = (lambda line, text: line == text) if example.kind == "output" else fnmatch.fnmatch
     for pattern in example.output:
-        hit = next((i for i in range(at, len(lines)) if fnmatch.fnmatch(lines[i], pattern)), None)
+        hit = next((i for i in range(at, len(lines)) if match(lines[i], pattern)), None)
         if hit is None:
             out.append(f"no line of the output (after the last matched) matches {pattern!r}")
             break

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.unit.docs_examples import PAGES, DirectiveError, Example, blocks, parse, problems, read, run, runnable
+from tests.unit.docs_examples import Ran as _Ran
 
 
 @pytest.mark.parametrize("example", runnable(), ids=lambda example: example.id)
@@ -98,3 +99,24 @@ def test_a_directive_that_cannot_be_run_says_why(text: str, says: str) -> None:
     with pytest.raises(DirectiveError, match=f"^page.md:1: {says}"):
         for block in blocks(text, "page.md"):
             parse(block)
+
+
+def test_an_output_block_is_matched_line_by_line_in_order() -> None:
+    """An `output` example's block is what its command prints: every line, as written, in order (lines between are
+    allowed); one changed count or place is a problem."""
+    page = (
+        "<!-- example: output shown; run: pytest -m gpu; expect: failed=1 -->\n"
+        "```text\nnosync syncs: 2 finding(s)\n  htod_sync     a.py:3  — step 0 ×1\n```\n"
+    )
+    (block,) = blocks(page, "page.md")
+    example = parse(block)
+    assert example.kind == "output" and example.output == (
+        "nosync syncs: 2 finding(s)",
+        "  htod_sync     a.py:3  — step 0 ×1",
+    )
+    printed = "x\nnosync syncs: 2 finding(s)\n via\n  htod_sync     a.py:3  — step 0 ×1  \n=== 1 failed in 0.10s ===\n"
+    assert problems(example, _Ran(1, printed, "")) == []
+    changed = printed.replace("a.py:3", "a.py:4")
+    assert problems(example, _Ran(1, changed, "")) == [
+        "no line of the output (after the last matched) matches '  htod_sync     a.py:3  — step 0 ×1'"
+    ]
