@@ -12,8 +12,10 @@ stepped; the loop ends with the pipeline's progress bar). Without one, use `with
 block's steps are its loop's (what the block does before it is before the steps); without one, the block is one step,
 until a pipeline's loop begins in it: then that pipeline's steps are the block's and what came before them is before
 the steps (only for checks that need no step windows, in "warn" mode and untraced: the others cannot re-draw a step
-they measured). Findings between two steps of a loop belong to the next step, and after the loop (VAE decode,
-output conversion) to `after_steps`.
+they measured). `steps_later=True` with it (a marked test that takes the `nosync` fixture): no step opens at the
+entry; the steps are those drawn inside (its `nosync.guard()` blocks' or a pipeline's loop), and when none is, the
+whole block is the step (as for a guard whose steps were never marked). Findings between two steps of a loop belong
+to the next step, and after the loop (VAE decode, output conversion) to `after_steps`.
 
 The guard is the detectors' StepContext (detectors.base): they see it through that protocol only.
 """
@@ -52,6 +54,7 @@ class Guard:
         target: str = "",
         enabled: bool = True,
         whole_block: bool = False,
+        steps_later: bool = False,
         map_cuda: bool = False,
         on_finish: Callable[[Report], None] | None = None,
         detectors: Iterable[Detector] = (),
@@ -61,6 +64,7 @@ class Guard:
         self.pipeline = pipeline
         self.enabled = enabled
         self.whole_block = whole_block
+        self.steps_later = steps_later
         self.map_cuda = map_cuda
         self._unmap_cuda: Callable[[], None] | None = None
         self.on_finish = on_finish
@@ -115,7 +119,7 @@ class Guard:
             raise
         self._detectors = armed
         self._active = True
-        if self.whole_block and self.pipeline is None:
+        if self.whole_block and self.pipeline is None and not self.steps_later:
             self.begin_step()  # the block is the step, until a pipeline's loop begins in it (LoopWatch)
         return self
 

@@ -286,7 +286,10 @@ class NosyncSession:
             # The body; with a pipeline among the test's arguments, that pipeline's steps (guard.Guard's doc)
             pipeline = _pipeline_argument(pyfuncitem)
             if self._with_scenario(pyfuncitem, pipeline):
-                guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True)
+                # A test that takes the fixture draws its steps with its blocks: what the body does before them
+                # (building a scheduler, its set_timesteps) is before the steps, as in a block of its own.
+                blocks = "nosync" in pyfuncitem.fixturenames
+                guard = NosyncFixture(pyfuncitem, self).guard(pipeline, whole_block=True, steps_later=blocks)
                 pyfuncitem.stash[BODY_GUARD] = guard  # the `nosync` fixture's blocks are the body guard's
             else:  # the scenario raised: its error is the test's report, and the body does not run
                 pyfuncitem.obj = _no_body

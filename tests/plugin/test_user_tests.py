@@ -1,5 +1,6 @@
 """A user's own tests, second round (issue 36): no green where a GPU would sync — a marked test that also takes the
-`nosync` fixture is guarded whether or not it enters `nosync.guard()`, with one report when it does."""
+`nosync` fixture is guarded whether or not it enters `nosync.guard()`, with one report when it does; when it does,
+its blocks draw the steps (what the body did before them is set-up)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ def test_clean_loop(nosync, nosync_device):
 
 
 @pytest.mark.nosync(checks=["syncs"])
+def test_setup_before_the_block(nosync, nosync_device):
+    x = torch.ones(4, device=nosync_device)
+    scale = x.sum().item()  # before the block's steps: set-up, as a scheduler's set_timesteps is
+    with nosync.guard() as g, g.step():
+        x = x * scale
+
+
+@pytest.mark.nosync(checks=["syncs"])
 def test_options_to_both(nosync, nosync_device):
     with nosync.guard(checks=["host_overhead"]):
         pass
@@ -43,7 +52,7 @@ def test_options_to_both(nosync, nosync_device):
 def test_the_marker_guards_its_test_whether_or_not_the_fixture_guards_a_block(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_marked=MARKED_WITH_FIXTURE)
     result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "--nosync-report=r.json")
-    result.assert_outcomes(passed=1, failed=3)
+    result.assert_outcomes(passed=2, failed=3)
     written = (pytester.path / "test_marked.py").read_text().splitlines()
     never, enters = [i + 1 for i, line in enumerate(written) if "# planted" in line]
     result.stdout.fnmatch_lines([f"*dtoh_sync*test_marked.py:{never}*", f"*dtoh_sync*test_marked.py:{enters}*"])
@@ -56,6 +65,7 @@ def test_the_marker_guards_its_test_whether_or_not_the_fixture_guards_a_block(py
         "test_enters_the_fixture",
         "test_never_enters_the_fixture",
         "test_options_to_both",
+        "test_setup_before_the_block",
     ], ids  # fmt: skip  (one report each: the body guard's)
 
 
