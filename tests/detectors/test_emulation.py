@@ -120,7 +120,7 @@ OPS: list[tuple[str, Callable[[torch.Tensor], object], tuple[str, str] | None]] 
     ("mask assignment", lambda x: x.clone().__setitem__(x > 0.5, 0.0), ("dtoh_sync", "mask_index")),
     ("host indices", lambda x: x[torch.arange(2)], ("htod_sync", "host_operand")),
     ("device indices into a host tensor", lambda x: torch.ones(8)[x.argsort()], ("dtoh_sync", "device_index")),
-    ("f-string of a device scalar", lambda x: f"{x.sum():.2f}", ("dtoh_sync", "scalar_cast")),
+    ("f-string of a device scalar", lambda x: f"{x.sum():.2f}", ("dtoh_sync", "format")),
     ("masked_fill", lambda x: x.masked_fill(x > 0.5, 0.0), None),
     (
         "topk, sort, cumsum, searchsorted",

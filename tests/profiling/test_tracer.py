@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,7 @@ class FakeCuda:
 
 
 def _nsys_run(pipe: TinyPipeline, schedule: tuple[int, int, int] | None, steps: int) -> FakeCuda:
-    from pytest_nosync.detectors import tracer
+    tracer = importlib.import_module("pytest_nosync.detectors.tracer")  # the guard's (pytester may re-import it)
 
     fake = FakeCuda()
     config = TraceConfig(nsys=True, profiler=ProfilerOptions(schedule=schedule))
@@ -192,7 +193,7 @@ def test_nvtx_out_of_order_close_keeps_the_stack_balanced() -> None:
 
 
 def test_state_is_restored_when_the_block_raises(pipe: TinyPipeline, tmp_path: Path) -> None:
-    from pytest_nosync.detectors import tracer
+    tracer = importlib.import_module("pytest_nosync.detectors.tracer")  # the guard's (pytester may re-import it)
 
     step, hooks = type(pipe.scheduler).step, dict(pipe.transformer._forward_pre_hooks)
     pipe.scheduler.fail_at = 1
