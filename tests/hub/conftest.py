@@ -1,4 +1,4 @@
-"""Fixtures of the hub stand-in tests: the stand-ins built once per session, and an empty, offline HF home."""
+"""Fixtures of the hub stand-in tests: the stand-ins built once per run, and an empty, offline HF home."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pytest_nosync.suite.hub_standins import STANDINS, materialize
 
 
 @pytest.fixture(scope="session")
-def standin_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every registered stand-in, built once into a session directory."""
-    root = tmp_path_factory.mktemp("hub-standins")
+def standin_root(shared_cache_home: Path) -> Path:
+    """Every registered stand-in, built once into the run's directory (where a census of this run finds them too)."""
+    root = shared_cache_home / "pytest-nosync" / "hub-standins"
     for repo_id, standin in STANDINS.items():
         if not standin.missing_requirements():
             materialize(repo_id, root)

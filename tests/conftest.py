@@ -1,0 +1,22 @@
+"""What every test directory shares: the hub stand-ins built once per run, not once per pytester session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def shared_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XDG cache home shared by this run's xdist workers (the parent of their base temps): the stand-ins a census
+    installs are built there once, a file lock keeping two workers from building the same one."""
+    return tmp_path_factory.getbasetemp().parent / "xdg-cache"
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, shared_cache_home: Path) -> pytest.Pytester:
+    """pytester points HOME at the test's own directory, so each session would build every stand-in again (ten
+    seconds of a census test's twelve): its runs keep them where the whole run does."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(shared_cache_home))
+    return pytester
