@@ -48,7 +48,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _on(project: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
     (project.path / "lib.py").write_text(source)
-    return project.runpytest_subprocess("--nosync", "-p", "no:cacheprovider", *args)
+    return project.runpytest("--nosync", "-p", "no:cacheprovider", *args)
 
 
 MAIN_ENTRY = {

@@ -61,13 +61,14 @@ def _line(marker: str) -> int:
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(step_twin=TWIN_PLUGIN)
+    pytester.syspathinsert()  # `-p step_twin` in this process
     return pytester
 
 
 def _suite(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, twin: str, *args: str) -> pytest.RunResult:
     monkeypatch.setenv("STEP_TWIN", twin)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # inherited from an outer -n run: benchmarks would be off
-    return project.runpytest_subprocess(
+    return project.runpytest(
         "-m", "gpu", "--nosync", "--nosync-suite", "--nosync-targets=flux", "-k", "test_step_metrics",
         "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "step_twin", TOLERANCE, *args,
     )  # fmt: skip
@@ -182,6 +183,7 @@ ANCHOR = "            prev_sample = sample + dt * model_output\n"
 PLANTED = ANCHOR + "            for _ in range(10):\n                prev_sample = prev_sample * 1.0  # planted\n"
 
 
+@pytest.mark.slow
 def test_extra_ops_in_a_contributors_scheduler_fail_with_graph_helpers_at_work(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -3,7 +3,7 @@
 A fenced ```python block is preceded by a directive, an HTML comment (GitHub does not show it):
 
     <!-- example: test NAME; run: pytest --nosync; expect: passed=1 -->
-        the block is test_NAME.py, run by `python -m pytest -p no:cacheprovider ARGS test_NAME.py`
+        the block is test_NAME.py, run by `pytest -p no:cacheprovider ARGS test_NAME.py` (a session in this process)
     <!-- example: script NAME; run: python; expect: exit=0; output: passed: True* -->
         the block is NAME.py, run by `python NAME.py ARGS`
     <!-- example: fragment; why: REASON -->
@@ -13,7 +13,7 @@ A fenced ```text block may be preceded by an output directive: the block is what
 non-blank lines a line of the command's stdout, in order (so a page's sample output cannot go stale):
 
     <!-- example: output NAME; run: pytest -m gpu --nosync ...; expect: failed=1 -->
-        `python -m pytest -p no:cacheprovider ARGS` in a directory of its own
+        `pytest -p no:cacheprovider ARGS` in a directory of its own (a session in this process)
 
 `expect:` takes NAME=N items separated by spaces or commas: pytest's outcome counts (passed, failed, errors, skipped,
 xfailed, xpassed; those not named must be 0, as in `RunResult.assert_outcomes`) and `exit`, the exit status. Each
@@ -166,8 +166,10 @@ class Ran:
     stderr: str
 
 
-def run(example: Example, directory: Path) -> Ran:
-    """Write the example's block into `directory` and run it as its directive says, in a process of its own."""
+def run(example: Example, directory: Path, pytester: pytest.Pytester | None = None) -> Ran:
+    """Write the example's block into `directory` and run it as its directive says: a script in a process of its own,
+    pytest in a session of its own; with `pytester` (whose directory `directory` then is), that session runs in this
+    process, as pytester runs one (the modules it imports are dropped after it), saving the start of a process."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / example.filename
     if example.kind != "output":  # an output's block is what the command prints, not a file it runs
@@ -175,7 +177,12 @@ def run(example: Example, directory: Path) -> Ran:
     if example.kind in ("test", "output"):
         (directory / "pytest.ini").write_text("[pytest]\n")  # a project of its own: no ini or conftest above it
         tests = [path.name] if example.kind == "test" else []
-        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *example.run, *tests]
+        arguments = ["-p", "no:cacheprovider", *example.run, *tests]
+        if pytester is not None:
+            assert pytester.path == directory, "an in-process session runs in pytester's directory"
+            result = pytester.runpytest_inprocess(*arguments)
+            return Ran(int(result.ret), result.stdout.str(), result.stderr.str())
+        command = [sys.executable, "-m", "pytest", *arguments]
     else:
         command = [sys.executable, path.name, *example.run]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_"))}  # an outer run's

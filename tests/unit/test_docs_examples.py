@@ -1,10 +1,12 @@
-"""Every code example of the README and docs runs as written and gives the verdict its page says: each in a process of
-its own (emulated on the CPU, on the GPU where one is visible), judged by its directive (tests/unit/docs_examples.py).
+"""Every code example of the README and docs runs as written and gives the verdict its page says: each in a run of
+its own (a script in a process of its own, pytest in a session of this process; emulated on the CPU, on the GPU where
+one is visible), judged by its directive (tests/unit/docs_examples.py).
 A python block without a directive fails, so an example cannot be added without being run or said not to run. The
 runner's own twins: a wrong expectation on a tiny page is reported, the right one is not."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,8 +16,12 @@ from tests.unit.docs_examples import Ran as _Ran
 
 
 @pytest.mark.parametrize("example", runnable(), ids=lambda example: example.id)
-def test_the_example_gives_what_its_page_says(example: Example, tmp_path: Path) -> None:
-    ran = run(example, tmp_path)
+def test_the_example_gives_what_its_page_says(
+    example: Example, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [k for k in os.environ if k.startswith(("PYTEST_", "COV_CORE_")) and k != "PYTEST_DEBUG_TEMPROOT"]:
+        monkeypatch.delenv(name)  # an outer run's (xdist's worker id): the example is a run of its own
+    ran = run(example, pytester.path, pytester)
     found = problems(example, ran)
     assert not found, f"{example.id} (line {example.line}): {found}\n{ran.stdout[-4000:]}\n{ran.stderr[-2000:]}"
 
