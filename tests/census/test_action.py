@@ -98,6 +98,7 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.slow
 def test_a_pull_request_that_adds_a_sync_fails_naming_it_in_the_summary(repo: Path, tmp_path: Path) -> None:
     library = repo / "tests" / "pipelines" / "looplib.py"
     library.write_text(SCHEDULERS.replace("return latents - 0.1 * noise * t", "return latents - float(t) * noise"))
@@ -112,6 +113,7 @@ def test_a_pull_request_that_adds_a_sync_fails_naming_it_in_the_summary(repo: Pa
     assert f"dtoh_sync tests/pipelines/looplib.py:{line}" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_pull_request_no_testers_code_ran_passes(repo: Path, tmp_path: Path) -> None:
     library = repo / "tests" / "pipelines" / "looplib.py"
     library.write_text(SCHEDULERS.replace("return 0", "return 1"))

@@ -190,6 +190,7 @@ def test_a_tester_module_that_cannot_be_imported_is_counted_and_fails_the_run(py
     )
 
 
+@pytest.mark.slow
 def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_ids(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -581,6 +582,7 @@ atexit.register(lambda: pathlib.Path(__file__).with_name("at_exit.txt").write_te
 """
 
 
+@pytest.mark.slow
 def test_a_census_process_skips_the_last_collection_of_everything_imports_made(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -58,6 +58,7 @@ def _suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: Pat
     )
 
 
+@pytest.mark.slow
 def test_lines_added_at_the_top_keep_every_known_issue_known(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -77,6 +78,7 @@ def test_lines_added_at_the_top_keep_every_known_issue_known(
     result.stdout.fnmatch_lines(["MOVED baseline #* now at line 889 (recorded at 886)"])  # the copy ran: 3 lines down
 
 
+@pytest.mark.slow
 def test_a_fixed_issue_names_the_entry_to_delete(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -97,6 +99,7 @@ def test_a_fixed_issue_names_the_entry_to_delete(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_new_sync_beside_a_known_one_still_fails(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -116,6 +119,7 @@ def test_a_new_sync_beside_a_known_one_still_fails(
     )
 
 
+@pytest.mark.slow
 def test_the_checkout_runs_when_pytest_nosync_is_installed_beside_a_released_diffusers(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

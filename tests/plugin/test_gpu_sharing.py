@@ -60,6 +60,7 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return result
 
 
+@pytest.mark.slow
 def test_workers_sharing_gpus_join_a_daemon_started_for_the_run_and_quit_at_its_end(
     pytester: pytest.Pytester, control: Path
 ) -> None:
@@ -128,6 +129,7 @@ def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: 
     assert control.read_text().splitlines()[-1].startswith("quit ")
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch

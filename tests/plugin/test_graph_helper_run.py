@@ -29,6 +29,7 @@ def planted_break(tmp_path: Path) -> tuple[Path, str]:
     return tmp_path / "site", f"{path}:{line}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "0"])
 def test_a_graph_break_on_a_contributors_checkout_is_named_by_the_helper_and_in_process(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, planted_break: tuple[Path, str], workers: str
@@ -56,6 +57,7 @@ def test_a_graph_break_on_a_contributors_checkout_is_named_by_the_helper_and_in_
         assert helper_s == {"wan": None, "flux2_klein": None}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["auto", "0"])
 def test_graph_checks_run_after_the_other_checks_and_before_step_metrics_when_helpers_may_trace_them(
     pytester: pytest.Pytester, workers: str

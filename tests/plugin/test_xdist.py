@@ -20,6 +20,7 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["3", "5"]
 
 
+@pytest.mark.slow
 def test_auto_gives_one_worker_per_gpu_each_pinned(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makepyfile(WORKER_ENV)
     result = pytester.runpytest_subprocess("--nosync", "-n", "auto", "-p", "no:cacheprovider")
@@ -28,6 +29,7 @@ def test_auto_gives_one_worker_per_gpu_each_pinned(pytester: pytest.Pytester, gp
     assert worker_env.seen(pytester) == {"gw0": "3", "gw1": "5"}
 
 
+@pytest.mark.slow
 def test_auto_with_one_gpu_runs_in_this_process(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     # one worker would only add its start-up, and xdist runs trace graph checks without helpers
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
@@ -37,6 +39,7 @@ def test_auto_with_one_gpu_runs_in_this_process(pytester: pytest.Pytester, monke
     assert "workers" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makepyfile(WORKER_ENV)
     result = pytester.runpytest_subprocess("--nosync", "-n", "3")
@@ -44,6 +47,7 @@ def test_more_workers_than_gpus_is_a_usage_error(pytester: pytest.Pytester, gpus
     result.stderr.fnmatch_lines(["*-n 3 asks for more workers than the 2 visible GPU(s)*"])
 
 
+@pytest.mark.slow
 def test_sharing_gpus_is_opt_in_and_round_robin(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makepyfile(worker_env.writing("CUDA_VISIBLE_DEVICES", tests=12))
     result = pytester.runpytest_subprocess("--nosync", "-n", "3", "--nosync-share-gpus", "-p", "no:cacheprovider")
@@ -72,6 +76,7 @@ def test_which_gpu(i):
 """
 
 
+@pytest.mark.slow
 def test_a_worker_has_its_gpu_before_conftests_load(pytester: pytest.Pytester, gpus: list[str]) -> None:
     pytester.makeconftest(CONFTEST_SEES.format(cuda=False))
     pytester.makepyfile(WORKER_ENV)
@@ -81,6 +86,7 @@ def test_a_worker_has_its_gpu_before_conftests_load(pytester: pytest.Pytester, g
     assert at_load == {"gw0": "3", "gw1": "5"} == worker_env.seen(pytester)
 
 
+@pytest.mark.slow
 @pytest.mark.gpu
 def test_on_gpus_each_worker_runs_on_its_own_even_where_a_conftest_initialised_cuda(
     pytester: pytest.Pytester,
@@ -114,6 +120,7 @@ def test_report(i, nosync):
 """
 
 
+@pytest.mark.slow
 def test_one_merged_report_without_loss_or_duplicates(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(MANY_REPORTS)
@@ -151,6 +158,7 @@ def test_unguarded(i):
 """
 
 
+@pytest.mark.slow
 def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(GUARDED)
@@ -171,6 +179,7 @@ def test_known(i, nosync, nosync_guard_kwargs):
 """
 
 
+@pytest.mark.slow
 def test_workers_use_the_controllers_baseline(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(BASELINED)
@@ -224,6 +233,7 @@ def test_loadgroup_units_do_not_depend_on_xdist_rewriting_node_ids(nodeid: str, 
     assert group_of(nodeid, ["flux", "wan"]) == group
 
 
+@pytest.mark.slow
 def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     pytester.makepyfile(MANY_REPORTS)
@@ -244,6 +254,7 @@ def test_threads_too(tmp_path_factory):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("omp", "workers"), [("", "2"), ("1", "1")])  # each differs from what the other rule gives
 def test_workers_share_the_cores_unless_omp_num_threads_says(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, omp: str, workers: str
