@@ -4,15 +4,18 @@ and an output is checked before the work that would fill it."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from pytest_nosync import devices
+from pytest_nosync import cli, devices
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = {"schema": "pytest-nosync/1", "tests": []}
@@ -77,7 +80,28 @@ CASES = [
 ]
 
 
-def _run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _run(cwd: Path, *argv: str) -> Ran:
+    """`python -m pytest_nosync ARGV` in `cwd`, run in this process (pytest_nosync.__main__ only passes main's status
+    to sys.exit: test_the_module_entry_answers_as_main_does runs it in a process of its own). Anything main raises but
+    SystemExit propagates: a traceback would fail the test."""
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        mp.chdir(cwd)
+        try:
+            status = cli.main(list(argv))
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 1
+    return Ran(status, out.getvalue(), err.getvalue())
+
+
+def _run_module(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "pytest_nosync", *argv]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
@@ -91,7 +115,7 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _assert_one_sentence(done: subprocess.CompletedProcess[str], expected: str) -> None:
+def _assert_one_sentence(done: Ran | subprocess.CompletedProcess[str], expected: str) -> None:
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     assert done.returncode == 4, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -128,3 +152,12 @@ def test_a_file_that_cannot_be_read(files: Path, command: tuple[str, ...], expec
 def test_a_file_without_read_permission(files: Path) -> None:
     (files / "report.json").chmod(0)
     _assert_one_sentence(_run(files, "census", "report.json"), "cannot read the report report.json: Permission denied")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [CASES[1], CASES[8]], ids=["nope", "diagnose missing.json"])
+def test_the_module_entry_answers_as_main_does(files: Path, argv: tuple[str, ...], expected: str) -> None:
+    """`python -m pytest_nosync`, in a process of its own: the status, the one line, no traceback."""
+    done = _run_module(files, *argv)
+    _assert_one_sentence(done, expected)
+    ran = _run(files, *argv)
+    assert (done.returncode, done.stderr) == (ran.returncode, ran.stderr)
