@@ -314,6 +314,7 @@ def test_a_run_without_xdist_warns_of_no_marker_of_ours(pytester: pytest.Pyteste
     result.assert_outcomes(passed=1) if devices.cuda_available() else result.assert_outcomes(skipped=1)
 
 
+@pytest.mark.slow  # a process that imports every test module of this repository
 def test_this_repositorys_tests_collect_without_xdist_and_without_warnings() -> None:
     done = run_here("--nosync", "--collect-only", "-p", "no:xdist", "-W", "error::pytest.PytestWarning")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
