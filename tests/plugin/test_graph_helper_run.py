@@ -57,12 +57,11 @@ def test_a_graph_break_on_a_contributors_checkout_is_named_by_the_helper_and_in_
         assert helper_s == {"wan": None, "flux2_klein": None}
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["auto", "0"])
 def test_graph_checks_run_after_the_other_checks_and_before_step_metrics_when_helpers_may_trace_them(
     pytester: pytest.Pytester, workers: str
 ) -> None:
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         "-m", "gpu", "--nosync", "--nosync-suite", "-p", "no:cacheprovider", "--collect-only", "-q",
         "--nosync-targets=wan", f"--nosync-graph-workers={workers}", "-k", "test_targets",
     )  # fmt: skip
