@@ -45,15 +45,16 @@ def twin(request):
             last = scheduler.step_index is not None and scheduler.step_index + 1 >= len(scheduler.timesteps)
             kept[:] = [] if last else [sample]  # twin: memory
         elif TWIN == "host":
-            time.sleep(0.03)  # twin: host
+            time.sleep(0.08)  # twin: host
         return original(model_output, timestep, sample, *args, **kwargs)
 
     scheduler.step = step
     yield
     del scheduler.step
 """
-# Generous on host time so that the clean re-run cannot fail on a loaded machine; the 30 ms twin is far above it.
-TOLERANCE = "--nosync-metrics-tolerance=host_ms=100%+10"
+# Generous on host time so that the clean re-run cannot fail on a loaded machine (a steady step's 8 ms were read as 22
+# once, with both cores busy); the 80 ms twin is far above it.
+TOLERANCE = "--nosync-metrics-tolerance=host_ms=300%+40"
 # Where host time is not what a test compares (ops and peak memory are; they are exact): a loaded machine's noise in
 # host ms must not fail it.
 HOST_NOT_COMPARED = "--nosync-metrics-tolerance=host_ms=400%+50"
@@ -123,7 +124,7 @@ def test_twins_fail_on_their_metric_and_the_clean_rerun_passes(
     host = _suite(project, monkeypatch, "host", "--benchmark-compare=0001")
     assert host.ret == pytest.ExitCode.TESTS_FAILED
     host.stdout.fnmatch_lines(
-        ["*host_ms       diffusers/pipelines/flux/pipeline_flux.py:*  — steady steps ×1*", "*tolerance 100%+10*"]
+        ["*host_ms       diffusers/pipelines/flux/pipeline_flux.py:*  — steady steps ×1*", "*tolerance 300%+40*"]
     )
 
     clean = _suite(project, monkeypatch, "", "--benchmark-compare=0001")
