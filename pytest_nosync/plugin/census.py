@@ -265,7 +265,9 @@ class Census:
     @contextlib.contextmanager
     def _recording(self, item: TesterCheck) -> Iterator[None]:
         """Record the code the tester's pipeline runs (its build and its calibrating call: what its checks run) for
-        a later --nosync-changed (plugin.changed). A recorder that cannot install itself records nothing."""
+        a later --nosync-changed (plugin.changed), also when it raised (a tester that cannot be driven or checked
+        here is so because of the code it ran: until a change touches that code, the next run would say the same). A
+        recorder that cannot install itself records nothing."""
         from ..executed_code import RecorderBusy, record_executed
         from .changed import cache_key
 
@@ -274,13 +276,17 @@ class Census:
             yield
             return
         roots = roots_of(item.path)
+        record = None
         try:
             with record_executed(roots=roots) as record:
                 yield
         except RecorderBusy:
-            yield
-            return
-        cache.set(cache_key(item.class_id), record.to_json(roots))
+            if record is not None:  # not the recorder's refusal at its start: the block's own
+                raise
+            yield  # refused before the block ran: it runs unrecorded
+        finally:
+            if record is not None:
+                cache.set(cache_key(item.class_id), record.to_json(roots))
 
     def _prepared(self, item: TesterCheck, ctx: Any) -> tuple[_Built, Prepared]:
         """The tester's pipeline on ctx's device with the item's scenario (suite.pipelines: the suite's path). The

@@ -681,6 +681,53 @@ def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester:
     assert "--nosync-changed: 'no-such-ref' is not a commit" in result.stderr.str()
 
 
+NOT_DRIVABLE_HERE = """
+import unittest
+
+from tests.twins.loop_pipeline import LoopPipeline
+
+
+class NeedsAModuleFastTests(unittest.TestCase):
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        import not_installed_anywhere  # noqa: F401
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {}
+"""
+
+
+def test_a_tester_that_cannot_be_driven_is_recorded_and_runs_again_only_when_its_code_changes(
+    pytester: pytest.Pytester,
+) -> None:
+    """Its reason comes from the code it ran: a change elsewhere cannot change it, so it is not run again for one
+    (it used to be 'not recorded yet' on every changed-only run)."""
+    pytester.makepyfile(looplib=LIBRARY, test_needs=NOT_DRIVABLE_HERE)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n*.json\n")
+    _git(pytester, "init", "-q", "-b", "main")
+    _git(pytester, "add", ".")
+    _git(pytester, "commit", "-q", "-m", "main")
+    args = ("-m", "gpu", "--nosync", "-k", "syncs", "-rs")
+    first = pytester.runpytest(*args)
+    first.assert_outcomes(skipped=1)
+    first.stdout.fnmatch_lines(["*not checked: get_dummy_components()*not_installed_anywhere*"])
+    _git(pytester, "switch", "-q", "-c", "branch")
+
+    library = pytester.path / "looplib.py"
+    main = library.read_text()
+    library.write_text(main.replace("0.1 * noise", "0.2 * noise"))  # code the tester never ran
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes()
+    assert "0 of 1 pipeline tester classes run" in result.stdout.str(), result.stdout.str()
+
+    tester = pytester.path / "test_needs.py"
+    tester.write_text(NOT_DRIVABLE_HERE.replace("import not_installed_anywhere", "import also_not_installed"))
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes(skipped=1)
+    assert "1 of 1 pipeline tester classes run: 1 touched by the change" in result.stdout.str(), result.stdout.str()
+
+
 GATED_PIPELINE = """import torch
 
 from tests.twins.loop_pipeline import LoopPipeline
