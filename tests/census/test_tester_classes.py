@@ -647,12 +647,17 @@ def _git(pytester: pytest.Pytester, *args: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(looplib=LIBRARY, test_changed=CHANGED_TESTERS)
+def _main_branch(pytester: pytest.Pytester) -> None:
+    """The pytester directory as a git repository whose main branch holds what it has now."""
     (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n*.json\n")
     _git(pytester, "init", "-q", "-b", "main")
     _git(pytester, "add", ".")
     _git(pytester, "commit", "-q", "-m", "main")
+
+
+def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(looplib=LIBRARY, test_changed=CHANGED_TESTERS)
+    _main_branch(pytester)
     args = ("-m", "gpu", "--nosync", "-k", "syncs")
     pytester.runpytest(*args).assert_outcomes(passed=2)  # both recorded
     _git(pytester, "switch", "-q", "-c", "branch")
@@ -704,10 +709,7 @@ def test_a_tester_that_cannot_be_driven_is_recorded_and_runs_again_only_when_its
     """Its reason comes from the code it ran: a change elsewhere cannot change it, so it is not run again for one
     (it used to be 'not recorded yet' on every changed-only run)."""
     pytester.makepyfile(looplib=LIBRARY, test_needs=NOT_DRIVABLE_HERE)
-    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n*.json\n")
-    _git(pytester, "init", "-q", "-b", "main")
-    _git(pytester, "add", ".")
-    _git(pytester, "commit", "-q", "-m", "main")
+    _main_branch(pytester)
     args = ("-m", "gpu", "--nosync", "-k", "syncs", "-rs")
     first = pytester.runpytest(*args)
     first.assert_outcomes(skipped=1)
