@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..findings import Finding, Frame, Mode, Phase, Report
+from .. import attribution
+from ..findings import DENOISER_REGION, Finding, Frame, Kind, Mode, Phase, Report
 from ..guard_options import GuardOptions
 
 
@@ -114,3 +115,22 @@ class Detector:
     def fails_fast(self) -> bool:
         """Error mode raises here: inside a step, or anywhere when outside syncs count."""
         return self.options.mode == Mode.ERROR and (self.ctx.phase == Phase.IN_STEP or self.options.count_outside_steps)
+
+
+def denoiser_finding(
+    kind: Kind, frames: list[Frame], step: int | None, hint: str, message: str, source: str
+) -> Finding:
+    """A finding the compiler reported of the denoiser's call in `step` (a graph break, a skipped capture): blamed on
+    the first of `frames` (innermost first) outside torch, detailed by the message's first line."""
+    where, stack = attribution.attribute(frames)
+    return Finding(
+        kind=kind,
+        where=where,
+        stack=stack,
+        step=step or 0,
+        phase=Phase.IN_STEP,
+        region=DENOISER_REGION,
+        hint=hint,
+        detail=message.strip().splitlines()[0][:300],
+        source=source,
+    )

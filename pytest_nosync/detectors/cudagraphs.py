@@ -21,11 +21,10 @@ from typing import Any
 
 import torch
 
-from .. import attribution
-from ..findings import DENOISER_REGION, Finding, Frame, Kind, Phase
+from ..findings import Finding, Frame, Kind
 from ..guard_options import GuardOptions
 from ..patching import Patches
-from .base import CannotCheck, Detector, StepContext
+from .base import CannotCheck, Detector, StepContext, denoiser_finding
 
 HINT = (
     "a step that cannot be captured replays nothing: keep every tensor of the step on the device, mutate no input, "
@@ -104,20 +103,7 @@ class CudaGraphsDetector(Detector):
             frames = [Frame(file, int(line), "") for file, line in reversed(found)] or (
                 [self._forward] if self._forward is not None else []
             )
-            where, stack = attribution.attribute(frames)
-            out.append(
-                Finding(
-                    kind=Kind.CUDAGRAPH_SKIP,
-                    where=where,
-                    stack=stack,
-                    step=step or 0,
-                    phase=Phase.IN_STEP,
-                    region=DENOISER_REGION,
-                    hint=HINT,
-                    detail=message.strip().splitlines()[0][:300],
-                    source=self.name,
-                )
-            )
+            out.append(denoiser_finding(Kind.CUDAGRAPH_SKIP, frames, step, HINT, message, self.name))
         return out
 
     def unchecked(self) -> str | None:

@@ -15,12 +15,11 @@ from typing import Any
 
 import torch
 
-from .. import attribution
 from ..emulation import cuda_map
-from ..findings import DENOISER_REGION, Finding, Frame, Kind, Phase, Report
+from ..findings import Finding, Frame, Kind, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
-from .base import CannotCheck, Detector, StepContext
+from .base import CannotCheck, Detector, StepContext, denoiser_finding
 
 BREAK_HINT = (
     "a graph break splits the compiled denoiser: keep Python control flow off tensor values, avoid "
@@ -93,24 +92,17 @@ class DynamoDetector(Detector):
     def findings(self) -> list[Finding]:
         if not self.report_breaks:
             return []
-        out = []
-        for step, reason in self.breaks:
-            frames = [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in reversed(reason.user_stack)]
-            where, stack = attribution.attribute(frames)
-            out.append(
-                Finding(
-                    kind=Kind.GRAPH_BREAK,
-                    where=where,
-                    stack=stack,
-                    step=step or 0,
-                    phase=Phase.IN_STEP,
-                    region=DENOISER_REGION,
-                    hint=BREAK_HINT,
-                    detail=str(reason.reason).strip().splitlines()[0][:300],
-                    source=self.name,
-                )
+        return [
+            denoiser_finding(
+                Kind.GRAPH_BREAK,
+                [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in reversed(reason.user_stack)],
+                step,
+                BREAK_HINT,
+                str(reason.reason),
+                self.name,
             )
-        return out
+            for step, reason in self.breaks
+        ]
 
     def absorb_exception(self, exc: BaseException) -> bool:
         message = str(exc)
