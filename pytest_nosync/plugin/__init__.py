@@ -17,7 +17,7 @@ only hand a test what the session gives.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -188,13 +188,17 @@ def nosync_call_context(request: pytest.FixtureRequest) -> CallContext:
 
 
 @pytest.fixture
-def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario) -> Any:
+def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosync_scenario: Scenario) -> Iterator[Any]:
     """The target's pipeline on the suite's device and dtype, with the test's scenario on, built once per session (a
     scenario that does not apply skips the test; one that raised leaves the pipeline as it was, and the checks report
-    the raise)."""
+    the raise). The test runs inside what the scenario's calls need (an attention backend's process-wide default)."""
+    from ..suite.scenarios import calls_context
+
     suite = _session(request).suite
     ctx = suite.call_context
-    return suite.prepared(nosync_target, ctx.device, ctx.dtype, nosync_scenario).pipe
+    pipe = suite.prepared(nosync_target, ctx.device, ctx.dtype, nosync_scenario).pipe
+    with calls_context(nosync_scenario):
+        yield pipe
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from .checks import CallKwargs, run_check
 from .guarded_call import error_report
-from .scenarios import NotApplicable, apply
+from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
 
 
 @dataclass
@@ -45,7 +45,8 @@ def prepare(
     scenario = scenario or SCENARIOS[PLAIN]
     pipe = build()
     try:
-        apply(scenario, pipe, denoiser, device)
+        with kept_process_wide():
+            apply(scenario, pipe, denoiser, device)
         if then is not None:
             then(pipe)
     except NotApplicable as exc:
@@ -70,7 +71,8 @@ def check(
     if prepared.error is not None:
         report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
     else:
-        report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps, test_id=test_id,
-                           target=target)  # fmt: skip
+        with calls_context(prepared.scenario):
+            report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
+                               test_id=test_id, target=target)  # fmt: skip
     report.scenario = prepared.scenario.name
     return report

@@ -9,7 +9,8 @@ run it — and lets any other exception of the feature through: a raise there is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -187,6 +188,31 @@ def _attention_backend(scenario: Scenario, pipe: Any, modules: list[Any], device
         if not callable(getattr(module, "set_attention_backend", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no set_attention_backend")
         module.set_attention_backend(backend)
+
+
+def calls_context(scenario: Scenario) -> contextlib.AbstractContextManager[None]:
+    """What the calls of a pipeline with `scenario` on run inside. `set_attention_backend` also makes its backend the
+    process-wide default, the one every attention without a backend of its own dispatches to: the plugin keeps that
+    default unchanged between calls (`kept_process_wide`), so that pipelines checked later in the process do not run
+    on it, and restores it for the scenario's own calls with diffusers' `attention_backend` context."""
+    if scenario.feature != "attention_backend":
+        return contextlib.nullcontext()
+    from diffusers.models.attention_dispatch import attention_backend
+
+    return attention_backend(scenario.value("backend"))
+
+
+@contextlib.contextmanager
+def kept_process_wide() -> Iterator[None]:
+    """Turning a scenario on inside it leaves the process-wide attention backend as it found it (see
+    `calls_context`)."""
+    try:
+        from diffusers.models.attention_dispatch import _AttentionBackendRegistry, attention_backend
+    except ImportError:  # a diffusers without attention dispatch has no process-wide backend to keep
+        yield
+        return
+    with attention_backend(_AttentionBackendRegistry.get_active_backend()[0]):  # its exit restores the one it found
+        yield
 
 
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "q", "k", "v", "query", "key", "value")

@@ -5,6 +5,7 @@ marked test of the user's own pipeline, the library, and the baseline scoped to 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -173,6 +174,39 @@ def test_the_library_turns_a_scenario_on_for_a_users_pipeline(backend: str, devi
         from tests.twins import loop_pipeline
 
         apply_scenario(loop_pipeline.build(device), "first_block_cache", device=device)
+
+
+def test_an_attention_backend_scenario_leaves_later_pipelines_on_the_process_default() -> None:
+    """diffusers' `set_attention_backend` also makes its backend the process-wide default (the bug twin: turned on
+    alone, it stays). A run checks many pipelines in one process: prepared by the plugin, the scenario's own calls
+    dispatch to its backend and every other pipeline's to the default it found (on the H100 a leaked cuDNN default made
+    LTX2 raise "No available kernel" under later scenarios, and a leaked flex added its syncs to them)."""
+    from diffusers.models.attention_dispatch import _AttentionBackendRegistry
+
+    from pytest_nosync.scenarios import SCENARIOS, Param
+    from pytest_nosync.suite.pipelines import prepare
+    from pytest_nosync.suite.scenarios import apply, calls_context
+
+    def active() -> str:
+        return _AttentionBackendRegistry.get_active_backend()[0].value
+
+    flux, cpu = TARGETS["flux"], torch.device("cpu")
+    default = active()
+    assert default == "native"
+    # the built-in backends other than native need CUDA; PyTorch's math kernel is one diffusers runs on the CPU too
+    scenario = dataclasses.replace(SCENARIOS["attention_backend_native"], name="attention_backend_math",
+                                   params={"backend": Param("_native_math")})  # fmt: skip
+    prepared = prepare(lambda: build_pipeline(flux, cpu, torch.float32), scenario, flux.denoiser, cpu)
+    assert prepared.error is None and not prepared.not_applicable
+    assert active() == default  # the clean twin: later pipelines dispatch as before
+    with calls_context(scenario):
+        assert active() == "_native_math"  # the scenario's own calls dispatch to its backend
+    assert active() == default
+    try:
+        apply(scenario, build_pipeline(flux, cpu, torch.float32), flux.denoiser, cpu)
+        assert active() == "_native_math"  # the bug twin: diffusers' call alone changes the process's default
+    finally:
+        _AttentionBackendRegistry.set_active_backend(_AttentionBackendRegistry._active_backend.__class__(default))
 
 
 def test_a_baseline_entry_written_under_a_scenario_holds_for_that_scenario_only(pytester: pytest.Pytester) -> None:
