@@ -16,7 +16,7 @@ from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..suite.targets.base import CallContext, Target
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
-from .xdist import plain_nodeid
+from .xdist import plain_nodeid, scenario_group
 
 if TYPE_CHECKING:
     import torch
@@ -62,11 +62,13 @@ class SuiteRun:
                 indirect=True,
             )
             return
+        # a scenario builds a pipeline of its own: its checks are a work unit of their own, so that xdist spreads the
+        # scenarios of one target over the workers (six targets were six units whatever -n said)
         metafunc.parametrize(
             ("nosync_target", "nosync_scenario"),
             [
-                pytest.param(t, s, id=t.name if s.name == PLAIN else f"{t.name}-{s.name}",
-                             marks=pytest.mark.xdist_group(t.name))
+                pytest.param(t, s, id=scenario_group(t.name, s.name), marks=pytest.mark.xdist_group(
+                    scenario_group(t.name, s.name)))
                 for t in self.selected()
                 for s in self.scenarios()
             ],

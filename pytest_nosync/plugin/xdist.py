@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from ..scenarios import PLAIN, SCENARIOS
+
 
 class Role(Enum):
     """What this process is to pytest-xdist."""
@@ -158,10 +160,17 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
         return census.tester
     if nodeid.endswith("]") and "[" in nodeid:
         params = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
-        target = next((p for p in params if p in targets), None)
-        if target is not None:
-            return target
+        at = next((i for i, p in enumerate(params) if p in targets), None)
+        if at is not None:
+            following = params[at + 1] if at + 1 < len(params) else PLAIN
+            return scenario_group(params[at], following if following in SCENARIOS else PLAIN)
     return nodeid
+
+
+def scenario_group(target: str, scenario: str) -> str:
+    """The work unit of a built-in target's tests with a scenario (its parameter id too): the target's name for the
+    plain pipeline, `<target>-<scenario>` for another."""
+    return target if scenario == PLAIN else f"{target}-{scenario}"
 
 
 def make_scheduler(config: pytest.Config, log: Any, targets: Collection[str]) -> Any:

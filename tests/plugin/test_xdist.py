@@ -222,7 +222,10 @@ def test_target_groups_are_scheduled_longest_first(pytester: pytest.Pytester) ->
         ("t.py::C::nosync[syncs]@t.py::C", "t.py::C"),  # where xdist could add its suffix (pytest < 9.2)
         ("t.py::C::nosync[syncs]", "t.py::C"),  # where it could not: a tester's checks share their class
         ("suite/test_targets.py::test_syncs[wan]", "wan"),  # a built-in target's tests share the target
-        ("suite/test_regressions.py::test_cache[flux-first_block_cache]", "flux"),
+        ("suite/test_regressions.py::test_cache[flux-no_cache]", "flux"),
+        # a scenario's pipeline is built for it: its checks are a unit, so a target's scenarios spread over workers
+        ("suite/test_targets.py::test_syncs[flux-first_block_cache]", "flux-first_block_cache"),
+        ("suite/test_targets.py::test_walks[flux-first_block_cache]@flux-first_block_cache", "flux-first_block_cache"),
         ("t.py::test_x[first_block_cache]", "t.py::test_x[first_block_cache]"),  # anything else: its own unit
         ("t.py::test_at[a@b]", "t.py::test_at[a@b]"),  # an "@" of the test's own parameter is no group
     ],
