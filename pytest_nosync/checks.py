@@ -65,9 +65,10 @@ CHECKS: dict[str, Check] = dict(
         _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
                Kind.HOST_OVERHEAD, per_step=True, suite=True, column="tree walks"),
         _check("cudagraphs", "the denoiser compiled with mode='reduce-overhead' runs its steps as captured CUDA "
-               "graphs: every skip inductor reports (mutated inputs, CPU tensors, dynamic shapes, changed data "
-               "pointers) fails, at its line (a GPU only; inductor compiles for tens of seconds)", "cudagraphs",
-               Kind.CUDAGRAPH_SKIP, opt_in=True, column="CUDA-graph skips"),
+               "graphs: every skip inductor reports (mutated inputs, dynamic shapes, changed data pointers) and every "
+               "op it partitions the step's graph around (CPU tensors, device copies) fails, at its line (a GPU only; "
+               "inductor compiles for tens of seconds)", "cudagraphs", Kind.CUDAGRAPH_SKIP, Kind.CUDAGRAPH_PARTITION,
+               opt_in=True, column="CUDA-graph skips, partitions"),
         _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
                "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY,
                per_step=True),

@@ -33,6 +33,7 @@ class Kind(_Named):
     GRAPH_BREAK = "graph_break"
     RECOMPILE = "recompile"
     CUDAGRAPH_SKIP = "cudagraph_skip"  # inductor ran a compiled step without capturing it in a CUDA graph
+    CUDAGRAPH_PARTITION = "cudagraph_partition"  # inductor split the step's graph around ops no CUDA graph can hold
     ALLOC_GROWTH = "alloc_growth"
     HOST_OVERHEAD = "host_overhead"
     LAYOUT_TRANSFORM = "layout_transform"  # layout-transform or copy kernels over a trace budget (profiling.budgets)

@@ -8,12 +8,19 @@ pointer changed between steps, a new shape) is made a skip at once (inductor's r
 block), so its reason is said too. Each skip is a finding at the source line inductor names (its "Found from" stack),
 else at the denoiser's forward. A sync during capture raises inside the call: the pipeline's `error` finding.
 
+Since torch 2.9 inductor partitions a graph (`graph_partition`, on by default) rather than skip it: an op no CUDA graph
+can hold — a CPU tensor's op, a copy between devices, an op whose output sizes come from device values — is cut out,
+the rest captured in pieces, and the cut-out ops run eagerly between the replays in every step, without a word in the
+log. What decides a cut (`Scheduler.should_partition`) is wrapped too: each op it cuts around is a
+`cudagraph_partition` finding at the source line of the code that made the op.
+
 Only a GPU has CUDA graphs: under the emulation the check is not checked, with that reason. Inductor compiles for
 tens of seconds a pipeline: the check is opt-in (`--nosync-checks=...,cudagraphs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import re
@@ -44,6 +51,7 @@ class CudaGraphsDetector(Detector):
         self._patches = Patches()
         self._config: Any = None
         self.skips: list[tuple[int | None, str]] = []  # (step, inductor's message)
+        self.partitions: dict[tuple[str, str], int | None] = {}  # (reason, the op's stack) -> step it was compiled in
         self.calls = 0
         self._forward: Frame | None = None
 
@@ -66,8 +74,24 @@ class CudaGraphsDetector(Detector):
             original = getattr(module, _LOG, None)
             if original is not None:
                 self._patches.setattr(module, _LOG, self._noting(original))
-        self._config = torch._inductor.config.patch({"triton.cudagraph_unexpected_rerecord_limit": 0})
-        self._config.__enter__()
+        from torch._inductor import scheduler
+
+        if hasattr(scheduler.Scheduler, "should_partition"):
+            self._patches.setattr(scheduler.Scheduler, "should_partition",
+                                  self._partition_noting(scheduler.Scheduler.should_partition))  # fmt: skip
+        # Inductor's caches would hand back a graph compiled by an earlier run (another process, the same code):
+        # nothing would be partitioned, so nothing said. Compiled afresh, every cut is seen.
+        self._config = contextlib.ExitStack()
+        self._config.enter_context(
+            torch._inductor.config.patch(
+                {
+                    "triton.cudagraph_unexpected_rerecord_limit": 0,
+                    "fx_graph_cache": False,
+                    "fx_graph_remote_cache": False,
+                }
+            )
+        )
+        self._config.enter_context(torch._functorch.config.patch({"enable_autograd_cache": False}))  # fmt: skip
         torch._dynamo.reset()
         compiled = torch.compile(denoiser.forward, mode="reduce-overhead")
 
@@ -84,11 +108,25 @@ class CudaGraphsDetector(Detector):
 
         return noted
 
+    def _partition_noting(self, original: Any) -> Any:
+        partitions = self.partitions
+
+        def should_partition(scheduler: Any, node: Any) -> str | None:
+            reason = original(scheduler, node)
+            ir_node = getattr(node, "node", None)
+            if reason and ir_node is not None and torch._inductor.config.triton.cudagraphs:  # a fused node: its parts
+                stack = next((o.meta["stack_trace"] for o in sorted(getattr(ir_node, "origins", ()), key=str)
+                              if o.meta.get("stack_trace")), "")  # fmt: skip
+                partitions.setdefault((reason, stack), self.ctx.current_step)  # asked again for every pass
+            return reason
+
+        return should_partition
+
     def disarm(self) -> None:
         try:
             self._patches.undo()
             if self._config is not None:
-                self._config.__exit__(None, None, None)
+                self._config.close()
                 self._config = None
         finally:
             torch._dynamo.reset()  # no compiled code, graphs or cache entries left behind for later tests
@@ -104,6 +142,12 @@ class CudaGraphsDetector(Detector):
                 [self._forward] if self._forward is not None else []
             )
             out.append(denoiser_finding(Kind.CUDAGRAPH_SKIP, frames, step, HINT, message, self.name))
+        for (reason, stack), step in self.partitions.items():
+            frames = [Frame(file, int(line), "") for file, line in reversed(_SOURCE.findall(stack))] or (
+                [self._forward] if self._forward is not None else []
+            )
+            message = f"the step's graph is partitioned around {reason}: they run outside the CUDA graphs every step"
+            out.append(denoiser_finding(Kind.CUDAGRAPH_PARTITION, frames, step, HINT, message, self.name))
         return out
 
     def unchecked(self) -> str | None:

@@ -1,6 +1,7 @@
 """The cudagraphs check (detectors.cudagraphs): on a GPU, a denoiser that mutates its input in every step cannot be
-captured, and the skip is named at that line; its clean twin is captured and replayed, and passes. Under the
-emulation the check says it did not run, and asking a run for it there is a usage error."""
+captured, and one that makes a CPU tensor in every step is captured in pieces around it: the skip, the partition, is
+named at that line; its clean twin is captured whole and replayed, and passes. Under the emulation the check says it
+did not run, and asking a run for it there is a usage error."""
 
 from __future__ import annotations
 
@@ -27,6 +28,19 @@ class MutatesInput(torch.nn.Module):
         return self.linear(latents)
 
 
+class MakesCpuTensor(torch.nn.Module):
+    """A denoiser that draws a CPU tensor in every call and moves it to the device: a graph with a CPU node is run
+    without a CUDA graph. (A constant such as `torch.tensor([0.5])` would be folded away by inductor; random numbers
+    cannot be.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        return self.linear(latents) + torch.rand(8).to(latents.device) * 1e-3  # twin: a CPU tensor every step
+
+
 def _guarded(pipe, device: torch.device, backend: str):
     x = loop_pipeline.latents(device)
     with nosync_guard(pipe, checks=("cudagraphs",), backend=backend) as g, torch.no_grad():
@@ -43,6 +57,23 @@ def test_an_input_mutated_in_every_step_is_a_skip_at_its_line(backend: str, devi
     line = inspect.getsourcelines(MutatesInput.forward)[1] + 1
     assert {(f.kind, f.where.line) for f in report.failures} == {("cudagraph_skip", line)}, report.findings
     assert "mutated inputs" in report.failures[0].detail
+
+
+@CUDA_BACKEND_ONLY
+@pytest.mark.parametrize("run", ["compiled", "from inductor's cache"])
+def test_a_cpu_tensor_made_in_every_step_is_a_partition_at_its_line(run: str, backend: str, device: torch.device
+                                                                    ) -> None:  # fmt: skip
+    """Since torch 2.9 inductor cuts the CPU ops out of the graph (graph partitioning) and captures the rest in
+    pieces, silently: the cut is the finding. The second run's graph is in inductor's caches, which must not hide it."""
+    pipe = loop_pipeline.build(device)
+    pipe.transformer = MakesCpuTensor().to(device)
+    report = _guarded(pipe, device, backend)
+    assert report.passed is False
+    first = inspect.getsourcelines(MakesCpuTensor.forward)[1]
+    line = first + 1
+    assert {f.kind for f in report.failures} == {"cudagraph_partition"}, report.findings
+    assert line in {f.where.line for f in report.failures} <= {first, line}, report.findings
+    assert any("cpu ops" in f.detail for f in report.failures if f.where.line == line), report.findings
 
 
 @CUDA_BACKEND_ONLY
