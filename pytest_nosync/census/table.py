@@ -189,6 +189,7 @@ _SHORT = (
     (r"takes no PEFT adapter", "no adapters"),
     (r"peft is not installed", "needs peft"),
     (r"names no _repeated_blocks", "no repeated blocks"),
+    (r"is not usable because of missing package.*install `([\w-]+)", r"needs \1"),  # an attention backend's package
 )
 
 

@@ -227,3 +227,18 @@ def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: 
                                                                                      second_coverage)
     )  # fmt: skip
     assert done.returncode == 4 and "ran no pipeline class in common" in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("reason", "cell"),
+    [
+        ("first_block_cache: LoopDenoiser has no enable_cache (it is no CacheMixin)", "no CacheMixin"),
+        ("attention_backend_flash: Flash Attention backend 'flash' is not usable because of missing package or the "
+         "version is too old. Please install `flash-attn>=2.6.3`.", "needs flash-attn"),  # fmt: skip
+        ("a reason no pattern knows, said at some length", "a reason no pattern knows, said at some…"),
+    ],
+)
+def test_a_reason_is_shortened_to_its_gist_for_a_cell(reason: str, cell: str) -> None:
+    from pytest_nosync.census.table import short_reason
+
+    assert short_reason(reason) == cell
