@@ -6,13 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-# Done here, before any in-process pytester run: pytester unloads the modules a run imported, and importing them
-# again registers with torch a second time, which torch refuses. torch.profiler's start imports torch._inductor
-# (and dynamo); torch.compile imports its compiler (which registers the quantized_decomposed op library); the emulation
-# registers its device and kernels when first installed.
-import torch._inductor.compile_fx
-import torch._inductor.config
-
 from pytest_nosync import devices, emulation
 
 # Installed, the emulation is torch's current accelerator for the rest of the process (pin_memory() pins for it and

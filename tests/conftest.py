@@ -6,6 +6,14 @@ from pathlib import Path
 
 import pytest
 
+# Done here, before any in-process pytester run: pytester unloads the modules a run imported, and importing them
+# again registers with torch a second time, which torch refuses. torch.profiler's start imports torch._inductor
+# (and dynamo); torch.compile imports its compiler (which registers the quantized_decomposed op library). Here, not
+# in the repository's conftest, which every session collecting the suite of this checkout loads too (a contributor's
+# `--nosync-suite`, a graph helper): three seconds of imports each that only the in-process runs need.
+import torch._inductor.compile_fx
+import torch._inductor.config  # noqa: F401
+
 
 @pytest.fixture(scope="session")
 def shared_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
