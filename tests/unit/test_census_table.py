@@ -233,8 +233,11 @@ def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: 
     ("reason", "cell"),
     [
         ("first_block_cache: LoopDenoiser has no enable_cache (it is no CacheMixin)", "no CacheMixin"),
-        ("attention_backend_flash: Flash Attention backend 'flash' is not usable because of missing package or the "
-         "version is too old. Please install `flash-attn>=2.6.3`.", "needs flash-attn"),  # fmt: skip
+        (
+            "attention_backend_flash: Flash Attention backend 'flash' is not usable because of missing package or the "
+            "version is too old. Please install `flash-attn>=2.6.3`.",
+            "needs flash-attn",
+        ),
         ("a reason no pattern knows, said at some length", "a reason no pattern knows, said at some…"),
     ],
 )
