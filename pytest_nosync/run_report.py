@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import importlib.metadata
 import importlib.util
 import json
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .findings import SCHEMA_VERSION, Report
 
@@ -117,19 +118,27 @@ def document(reports: Iterable[Report], env: dict[str, Any], extra: dict[str, An
     }
 
 
+def _text(path: str, mode: str) -> IO[str]:
+    """A report's file as text: gzip-compressed where its name ends in `.gz` (a census of every scenario keeps every
+    finding's stack: about 115 MB of JSON, 4.4 MB compressed)."""
+    if path.endswith(".gz"):
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
+
+
 def write(path: str, doc: dict[str, Any]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    with _text(tmp + (".gz" if path.endswith(".gz") else ""), "w") as fh:
         json.dump(doc, fh, indent=1, default=str)
         fh.write("\n")
-    os.replace(tmp, path)
+    os.replace(tmp + (".gz" if path.endswith(".gz") else ""), path)
 
 
 def read(path: str) -> tuple[dict[str, Any], list[Report]]:
-    """A report's document and its tests' reports. OSError when it cannot be read, ValueError with a sentence naming
-    the file when it is not JSON or not a pytest-nosync report."""
-    with open(path, encoding="utf-8") as fh:
+    """A report's document and its tests' reports (`.json`, or gzipped `.json.gz`). OSError when it cannot be read,
+    ValueError with a sentence naming the file when it is not JSON or not a pytest-nosync report."""
+    with _text(path, "r") as fh:
         doc = json.load(fh)
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("pytest-nosync/"):
         raise ValueError(f'{path} is not a pytest-nosync report (no "schema": "pytest-nosync/...")')

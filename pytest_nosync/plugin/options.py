@@ -254,7 +254,7 @@ TABLE: tuple[Option, ...] = (
     Option("map_cuda", "on (default): under the emulate backend, code written for CUDA runs on the emulated device "
            "(device='cuda', .cuda(), torch.Generator('cuda'), torch.cuda.*); off: leave CUDA alone",
            choice("on", "off")),
-    Option("report", "write one JSON report of the run to this path", path=True),
+    Option("report", "write one JSON report of the run to this path (gzip-compressed where it ends in .gz)", path=True),
     Option("suite", "add the built-in target suite to the session (e.g. from a diffusers checkout: pytest -m gpu "
            "--nosync --nosync-suite); without other paths, run only the suite", flag, "bool"),
     Option("targets", "comma-separated targets of the suite (default: all)", name_list),

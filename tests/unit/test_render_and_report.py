@@ -128,3 +128,20 @@ def test_the_diffusers_under_test_is_the_one_found_first_with_its_own_version(tm
     assert "diffusers" not in sys.modules
     env = run_report.environment("emulate")
     assert (env["diffusers"], env["diffusers_path"]) == ("0.99.0.dev0", str(checkout))
+
+
+def test_a_report_named_gz_is_written_compressed_and_read_back(tmp_path) -> None:
+    """A census of every scenario keeps 44k findings with their stacks (115 MB of JSON on the H100): `.json.gz`."""
+    import gzip
+
+    report = _report(str(tmp_path))
+    path = tmp_path / "report.json.gz"
+    run_report.write(str(path), run_report.document([report], run_report.environment("cuda")))
+    assert json.loads(gzip.decompress(path.read_bytes()))["schema"] == "pytest-nosync/1"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("report")] == ["report.json.gz"]  # no leftover
+    _, reports = run_report.read(str(path))
+    assert reports[0].findings == report.findings
+    plain = tmp_path / "plain.json.gz"
+    plain.write_text("{}")  # named .gz, not compressed: an OSError, which the CLI says in one sentence
+    with pytest.raises(OSError):
+        run_report.read(str(plain))
