@@ -207,12 +207,17 @@ def kept_process_wide() -> Iterator[None]:
     """Turning a scenario on inside it leaves the process-wide attention backend as it found it (see
     `calls_context`)."""
     try:
-        from diffusers.models.attention_dispatch import _AttentionBackendRegistry, attention_backend
+        from diffusers.models.attention_dispatch import _AttentionBackendRegistry
     except ImportError:  # a diffusers without attention dispatch has no process-wide backend to keep
         yield
         return
-    with attention_backend(_AttentionBackendRegistry.get_active_backend()[0]):  # its exit restores the one it found
+    # put back as found, as diffusers' own `attention_backend` context does on its exit (entering that context would
+    # also check, or download, the kernel of whatever backend DIFFUSERS_ATTN_BACKEND made the default)
+    found = _AttentionBackendRegistry._active_backend
+    try:
         yield
+    finally:
+        _AttentionBackendRegistry.set_active_backend(found)
 
 
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "q", "k", "v", "query", "key", "value")
