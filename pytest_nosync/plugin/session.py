@@ -24,6 +24,7 @@ from .. import baseline, render, run_report
 from ..findings import Report
 from ..guard_options import GuardOptions
 from ..profiling import export
+from ..scenarios import PLAIN
 from . import benchmark, usage, xdist
 from . import options as table
 from .options import Settings
@@ -364,6 +365,17 @@ class NosyncSession:
                 totals[report.target] = round(totals.get(report.target, 0.0) + seconds, 2)
         return dict(sorted(totals.items()))
 
+    def per_group(self) -> dict[str, float]:
+        """Seconds spent per xdist work unit of the suite (a target's plain tests, each of its scenarios: what
+        `longest_first` orders by in the next run), counted as `per_target` counts them."""
+        totals: dict[str, float] = {}
+        for test_id, seconds in self.durations.items():
+            report = next((r for r in self.reports if r.test_id == test_id and r.target), None)
+            if report is not None:
+                group = xdist.scenario_group(report.target, report.scenario or PLAIN)
+                totals[group] = round(totals.get(group, 0.0) + report.metrics.get("helper_s", seconds), 2)
+        return dict(sorted(totals.items()))
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.role is xdist.Role.WORKER:
             return
@@ -379,8 +391,8 @@ class NosyncSession:
             if self._output("--nosync-baseline-write", lambda: baseline.write(self.settings.baseline_write, entries)):
                 self.written = (baseline.recorded(self.reports), len(entries))
         cache = getattr(self.config, "cache", None)
-        if cache is not None and self.per_target():  # for the next run's scheduling (xdist.longest_first)
-            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_target()})
+        if cache is not None and self.per_group():  # for the next run's scheduling (xdist.longest_first)
+            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_group()})
         if self.settings.report:
             self._output("--nosync-report", self._write_report)
         if not self.settings.trace_dir:  # a directory the user named is theirs to keep: only the plugin's is bounded

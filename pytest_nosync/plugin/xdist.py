@@ -162,9 +162,18 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
         params = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
         at = next((i for i, p in enumerate(params) if p in targets), None)
         if at is not None:
-            following = params[at + 1] if at + 1 < len(params) else PLAIN
+            # the scenario after the target: in the suite's checks only (a test's own parameter may share its name)
+            following = params[at + 1] if at + 1 < len(params) and _is_check_test(nodeid) else PLAIN
             return scenario_group(params[at], following if following in SCENARIOS else PLAIN)
     return nodeid
+
+
+def _is_check_test(nodeid: str) -> bool:
+    """Whether the test is one of the suite's checks (`test_<check>`), whose ids carry the scenario."""
+    from ..checks import CHECKS
+
+    name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+    return name.startswith("test_") and name[len("test_") :] in CHECKS
 
 
 def scenario_group(target: str, scenario: str) -> str:

@@ -116,7 +116,7 @@ from pytest_nosync.policy import Policy, judge
 def test_report(i, nosync):
     findings, passed = judge([Finding("dtoh_sync", f"/src/test_{i}.py:{i + 1}", step=1)], Policy())
     nosync.add_report(Report(findings=findings, check="syncs", target=os.environ["PYTEST_XDIST_WORKER"],
-                             passed=passed))
+                             passed=passed, scenario="first_block_cache" if i % 2 else "plain"))
 """
 
 
@@ -223,6 +223,7 @@ def test_target_groups_are_scheduled_longest_first(pytester: pytest.Pytester) ->
         ("t.py::C::nosync[syncs]", "t.py::C"),  # where it could not: a tester's checks share their class
         ("suite/test_targets.py::test_syncs[wan]", "wan"),  # a built-in target's tests share the target
         ("suite/test_regressions.py::test_cache[flux-no_cache]", "flux"),
+        ("suite/test_regressions.py::test_cache[flux-first_block_cache]", "flux"),  # its own parameter, no scenario
         # a scenario's pipeline is built for it: its checks are a unit, so a target's scenarios spread over workers
         ("suite/test_targets.py::test_syncs[flux-first_block_cache]", "flux-first_block_cache"),
         ("suite/test_targets.py::test_walks[flux-first_block_cache]@flux-first_block_cache", "flux-first_block_cache"),
@@ -242,7 +243,10 @@ def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.P
     pytester.makepyfile(MANY_REPORTS)
     pytester.runpytest_subprocess("--nosync", "-n", "2")
     costs = json.loads((pytester.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
-    assert set(costs) == {"gw0", "gw1"} and all(seconds >= 0 for seconds in costs.values())
+    # keyed by the work unit its tests were scheduled in: a target's plain tests, each scenario of it
+    assert set(costs) <= {"gw0", "gw1", "gw0-first_block_cache", "gw1-first_block_cache"}, costs
+    assert {k.split("-")[0] for k in costs} == {"gw0", "gw1"} and any(k.endswith("first_block_cache") for k in costs)
+    assert all(seconds >= 0 for seconds in costs.values())
 
 
 THREADS = """
@@ -270,3 +274,19 @@ def test_workers_share_the_cores_unless_omp_num_threads_says(
     pytester.runpytest_subprocess("--nosync", "-n", workers, "-p", "no:cacheprovider").assert_outcomes(passed=2)
     seen = {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")}
     assert seen == {omp or str(max(1, (os.cpu_count() or 1) // int(workers)))}
+
+
+def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: pytest.Pytester) -> None:
+    """Under pytest 9.2 xdist cannot tell its scheduler a test's group, so `group_of` reads it from the id: for every
+    test the suite collects, with every scenario, it must name the group the test's marker gives (a regression case's
+    own `first_block_cache` parameter was once read as the scenario, and its target's plain pipeline built twice)."""
+    from pytest_nosync.plugin.xdist import group_of
+    from pytest_nosync.suite.targets.registry import TARGETS
+
+    args = ("--nosync", "--nosync-suite", "--nosync-scenarios=all", "-p", "no:cacheprovider")
+    items, _ = pytester.inline_genitems(*args)
+    grouped = [(item.nodeid, item.get_closest_marker("xdist_group")) for item in items]
+    assert len(grouped) > 600, len(grouped)  # 6 targets × 20 scenarios × the checks, and the regression cases
+    wrong = [(nodeid, marker.args[0], group_of(nodeid, TARGETS)) for nodeid, marker in grouped
+             if marker is not None and group_of(nodeid, TARGETS) != marker.args[0]]  # fmt: skip
+    assert not wrong, wrong[:5]
