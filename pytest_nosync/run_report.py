@@ -11,6 +11,7 @@ import os
 import platform
 import re
 import sys
+import zlib
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -138,8 +139,11 @@ def write(path: str, doc: dict[str, Any]) -> None:
 def read(path: str) -> tuple[dict[str, Any], list[Report]]:
     """A report's document and its tests' reports (`.json`, or gzipped `.json.gz`). OSError when it cannot be read,
     ValueError with a sentence naming the file when it is not JSON or not a pytest-nosync report."""
-    with _text(path, "r") as fh:
-        doc = json.load(fh)
+    try:
+        with _text(path, "r") as fh:
+            doc = json.load(fh)
+    except (EOFError, zlib.error) as exc:  # a .gz cut short or damaged: neither an OSError nor a JSON error
+        raise OSError(f"{path} is a damaged gzip file ({exc})") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("pytest-nosync/"):
         raise ValueError(f'{path} is not a pytest-nosync report (no "schema": "pytest-nosync/...")')
     tests = doc.get("tests", [])

@@ -145,3 +145,7 @@ def test_a_report_named_gz_is_written_compressed_and_read_back(tmp_path) -> None
     plain.write_text("{}")  # named .gz, not compressed: an OSError, which the CLI says in one sentence
     with pytest.raises(OSError):
         run_report.read(str(plain))
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(path.read_bytes()[:-40])  # cut short (a copy interrupted): gzip says EOFError, read an OSError
+    with pytest.raises(OSError, match="damaged gzip"):
+        run_report.read(str(cut))
