@@ -297,8 +297,10 @@ class NosyncSession:
         if guard is None:
             result = yield
         else:
+            from ..suite.scenarios import calls_context
+
             try:
-                with guard:
+                with calls_context(self.scenario_of(pyfuncitem)), guard:  # the scenario's process-wide needs, if any
                     result = yield
             finally:
                 del pyfuncitem.stash[BODY_GUARD]
@@ -322,12 +324,13 @@ class NosyncSession:
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip
         from .. import devices
         from ..suite.guarded_call import error_report
-        from ..suite.scenarios import NotApplicable, apply
+        from ..suite.scenarios import NotApplicable, apply, kept_process_wide
 
         options = self.guard_options(item)
         self._scenario_pipelines.add(id(pipeline))
         try:
-            apply(scenario, pipeline, options.denoiser, devices.execution_device(self.settings.backend))
+            with kept_process_wide():  # later tests of the process keep the attention backend they had
+                apply(scenario, pipeline, options.denoiser, devices.execution_device(self.settings.backend))
         except NotApplicable as exc:
             pytest.skip(f"not checkable: {exc}")
         except Exception as exc:

@@ -31,7 +31,9 @@ def apply_scenario(pipeline: Any, scenario: str, *, denoiser: str = "transformer
 
     `scenario`: a name of pytest_nosync.scenarios.SCENARIOS, with `:key=value` settings; `device`: where the
     pipeline runs (default: the active backend's, `execution_device()`). Raises NotApplicable with its reason where
-    the scenario does not apply, UnknownScenario for a name or setting it does not know."""
+    the scenario does not apply, UnknownScenario for a name or setting it does not know. An attention backend also
+    becomes the process's default, as diffusers' `set_attention_backend` makes it (the plugin's own runs put the
+    default back: `kept_process_wide`)."""
     from .. import devices
     from ..scenarios import UnknownScenario, parse
 
