@@ -69,6 +69,13 @@ class CudaGraphsDetector(Detector):
                 "has none: guard a pipeline (`nosync.guard(pipe)`)"
             )
         self._forward = _forward_frame(denoiser)
+        try:
+            self._install(denoiser)
+        except BaseException:  # the guard disarms only what armed: nothing of a half-armed check stays on
+            self.disarm()
+            raise
+
+    def _install(self, denoiser: torch.nn.Module) -> None:
         for name in _CALLERS:
             module = importlib.import_module(name)
             original = getattr(module, _LOG, None)
@@ -124,10 +131,12 @@ class CudaGraphsDetector(Detector):
 
     def disarm(self) -> None:
         try:
-            self._patches.undo()
-            if self._config is not None:
-                self._config.close()
-                self._config = None
+            try:
+                self._patches.undo()
+            finally:
+                if self._config is not None:
+                    config, self._config = self._config, None
+                    config.close()
         finally:
             torch._dynamo.reset()  # no compiled code, graphs or cache entries left behind for later tests
             from torch._inductor import cudagraph_trees

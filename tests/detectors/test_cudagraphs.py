@@ -96,3 +96,27 @@ def test_asking_a_run_for_it_without_a_gpu_is_one_sentence(pytester: pytest.Pyte
                                 "--nosync-checks", "syncs,cudagraphs")  # fmt: skip
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--nosync-checks: cudagraphs needs a GPU" in result.stderr.str()
+
+
+def test_a_check_that_fails_to_arm_leaves_nothing_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The guard disarms only the detectors that armed: one that raised halfway must take off what it had put on
+    (inductor's scheduler wrapped, its caches off), or every later compile of the process runs with them."""
+    from types import SimpleNamespace
+
+    from torch._inductor import scheduler
+
+    from pytest_nosync.detectors.cudagraphs import CudaGraphsDetector
+    from pytest_nosync.guard_options import GuardOptions
+
+    original = scheduler.Scheduler.should_partition
+    cache = torch._inductor.config.fx_graph_cache
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("compile refused")  # a double: what arming does last fails
+
+    monkeypatch.setattr(torch, "compile", refused)
+    detector = CudaGraphsDetector(GuardOptions(checks=("cudagraphs",), backend="cuda"))
+    with pytest.raises(RuntimeError, match="compile refused"):
+        detector.arm(SimpleNamespace(denoiser=torch.nn.Linear(2, 2), current_step=None))
+    assert scheduler.Scheduler.should_partition is original
+    assert torch._inductor.config.fx_graph_cache == cache
