@@ -191,22 +191,23 @@ def test_an_attention_backend_scenario_leaves_later_pipelines_on_the_process_def
         return _AttentionBackendRegistry.get_active_backend()[0].value
 
     flux, cpu = TARGETS["flux"], torch.device("cpu")
+    found = _AttentionBackendRegistry._active_backend
     default = active()
-    assert default == "native"
     # the built-in backends other than native need CUDA; PyTorch's math kernel is one diffusers runs on the CPU too
     scenario = dataclasses.replace(SCENARIOS["attention_backend_native"], name="attention_backend_math",
                                    params={"backend": Param("_native_math")})  # fmt: skip
-    prepared = prepare(lambda: build_pipeline(flux, cpu, torch.float32), scenario, flux.denoiser, cpu)
-    assert prepared.error is None and not prepared.not_applicable
-    assert active() == default  # the clean twin: later pipelines dispatch as before
-    with calls_context(scenario):
-        assert active() == "_native_math"  # the scenario's own calls dispatch to its backend
-    assert active() == default
+    assert default != "_native_math"
     try:
+        prepared = prepare(lambda: build_pipeline(flux, cpu, torch.float32), scenario, flux.denoiser, cpu)
+        assert prepared.error is None and not prepared.not_applicable
+        assert active() == default  # the clean twin: later pipelines dispatch as before
+        with calls_context(scenario):
+            assert active() == "_native_math"  # the scenario's own calls dispatch to its backend
+        assert active() == default
         apply(scenario, build_pipeline(flux, cpu, torch.float32), flux.denoiser, cpu)
         assert active() == "_native_math"  # the bug twin: diffusers' call alone changes the process's default
-    finally:
-        _AttentionBackendRegistry.set_active_backend(_AttentionBackendRegistry._active_backend.__class__(default))
+    finally:  # whatever failed above, the rest of this process dispatches as it did
+        _AttentionBackendRegistry.set_active_backend(found)
 
 
 def test_a_baseline_entry_written_under_a_scenario_holds_for_that_scenario_only(pytester: pytest.Pytester) -> None:
