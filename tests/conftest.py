@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 # Done here, before any in-process pytester run: pytester unloads the modules a run imported, and importing them
-# again registers with torch a second time, which torch refuses. torch.profiler's start imports torch._inductor
-# (and dynamo); torch.compile imports its compiler (which registers the quantized_decomposed op library). Here, not
-# in the repository's conftest, which every session collecting the suite of this checkout loads too (a contributor's
-# `--nosync-suite`, a graph helper): three seconds of imports each that only the in-process runs need.
+# again goes wrong. torch: registering with torch a second time, which torch refuses (torch.profiler's start imports
+# torch._inductor and dynamo; torch.compile imports its compiler, which registers the quantized_decomposed op library).
+# diffusers: the next run's `enable_cache` compared a cache config of the hook module imported again with the class
+# diffusers' lazy attributes kept from the first ("Cache config FirstBlockCacheConfig is not supported"), in tests
+# that failed or passed by the order xdist gave them. Here, not in the repository's conftest, which every session
+# collecting the suite of this checkout loads too (a contributor's `--nosync-suite`, a graph helper): seconds of
+# imports each that only the in-process runs need.
+import diffusers.hooks
+import diffusers.models.cache_utils  # noqa: F401
+import pytest
 import torch._inductor.compile_fx
 import torch._inductor.config  # noqa: F401
 
