@@ -473,17 +473,10 @@ def _no_body(**arguments: Any) -> None:
 
 def _pipeline_argument(item: pytest.Function) -> Any:
     """The diffusers pipeline among a test's arguments, if there is one (diffusers is not imported for the question:
-    a pipeline exists only where it is). Known by its base class's name, not by `isinstance` with the class
-    `diffusers.DiffusionPipeline` names now: that lazy attribute keeps the class it first resolved, and a module
-    imported again (importlib.reload, pytester's in-process runs dropping the modules a run imported) makes pipelines
-    of another class object, which the test's pipeline was then taken for no pipeline at all."""
-    if "diffusers" not in sys.modules:
+    a pipeline exists only where it is). Reading `diffusers.DiffusionPipeline` also imports diffusers' pipeline
+    module before the body's guard begins, which the body's step drawing needs when the body builds its pipeline."""
+    diffusers = sys.modules.get("diffusers")
+    base = getattr(diffusers, "DiffusionPipeline", None) if diffusers is not None else None
+    if base is None:
         return None
-    return next((value for value in item.funcargs.values() if _is_pipeline(value)), None)
-
-
-def _is_pipeline(value: Any) -> bool:
-    return any(c.__name__ == "DiffusionPipeline" and c.__module__ == _PIPELINE_MODULE for c in type(value).__mro__)
-
-
-_PIPELINE_MODULE = "diffusers.pipelines.pipeline_utils"
+    return next((value for value in item.funcargs.values() if isinstance(value, base)), None)
