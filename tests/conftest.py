@@ -13,7 +13,8 @@ from pathlib import Path
 # collecting the suite of this checkout loads too (a contributor's `--nosync-suite`, a graph helper): seconds of
 # imports each that only the in-process runs need.
 import diffusers.hooks
-import diffusers.models.cache_utils  # noqa: F401
+import diffusers.models.cache_utils
+import diffusers.pipelines.pipeline_utils  # noqa: F401  (the marker finds a test's pipeline by its base class)
 import pytest
 import torch._inductor.compile_fx
 import torch._inductor.config  # noqa: F401
