@@ -360,23 +360,24 @@ class NosyncSession:
     def per_target(self) -> dict[str, float]:
         """Seconds spent per target (all its tests, pipeline builds included). A graph check a helper traced counts
         the helper's seconds, not this process's wait for its report (xdist's scheduling reads these)."""
-        totals: dict[str, float] = {}
-        for test_id, seconds in self.durations.items():
-            report = next((r for r in self.reports if r.test_id == test_id and r.target), None)
-            if report is not None:
-                seconds = report.metrics.get("helper_s", seconds)
-                totals[report.target] = round(totals.get(report.target, 0.0) + seconds, 2)
-        return dict(sorted(totals.items()))
+        return self._seconds_by(lambda report: report.target)
 
     def per_group(self) -> dict[str, float]:
         """Seconds spent per xdist work unit of the suite (a target's plain tests, each of its scenarios: what
         `longest_first` orders by in the next run), counted as `per_target` counts them."""
+        return self._seconds_by(lambda report: xdist.scenario_group(report.target, report.scenario or PLAIN))
+
+    def _seconds_by(self, key: Callable[[Report], str]) -> dict[str, float]:
+        first: dict[str, Report] = {}  # each test's first report that names a target
+        for report in self.reports:
+            if report.target:
+                first.setdefault(report.test_id, report)
         totals: dict[str, float] = {}
         for test_id, seconds in self.durations.items():
-            report = next((r for r in self.reports if r.test_id == test_id and r.target), None)
+            report = first.get(test_id)
             if report is not None:
-                group = xdist.scenario_group(report.target, report.scenario or PLAIN)
-                totals[group] = round(totals.get(group, 0.0) + report.metrics.get("helper_s", seconds), 2)
+                name = key(report)
+                totals[name] = round(totals.get(name, 0.0) + report.metrics.get("helper_s", seconds), 2)
         return dict(sorted(totals.items()))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -394,8 +395,9 @@ class NosyncSession:
             if self._output("--nosync-baseline-write", lambda: baseline.write(self.settings.baseline_write, entries)):
                 self.written = (baseline.recorded(self.reports), len(entries))
         cache = getattr(self.config, "cache", None)
-        if cache is not None and self.per_group():  # for the next run's scheduling (xdist.longest_first)
-            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **self.per_group()})
+        costs = self.per_group() if cache is not None else {}
+        if costs:  # for the next run's scheduling (xdist.longest_first)
+            cache.set(xdist.COSTS_KEY, {**cache.get(xdist.COSTS_KEY, {}), **costs})
         if self.settings.report:
             self._output("--nosync-report", self._write_report)
         if not self.settings.trace_dir:  # a directory the user named is theirs to keep: only the plugin's is bounded
