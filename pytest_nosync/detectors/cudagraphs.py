@@ -146,18 +146,17 @@ class CudaGraphsDetector(Detector):
     def findings(self) -> list[Finding]:
         out = []
         for step, message in self.skips:
-            found = _SOURCE.findall(message)
-            frames = [Frame(file, int(line), "") for file, line in reversed(found)] or (
-                [self._forward] if self._forward is not None else []
-            )
-            out.append(denoiser_finding(Kind.CUDAGRAPH_SKIP, frames, step, HINT, message, self.name))
+            out.append(denoiser_finding(Kind.CUDAGRAPH_SKIP, self._frames(message), step, HINT, message, self.name))
         for (reason, stack), step in self.partitions.items():
-            frames = [Frame(file, int(line), "") for file, line in reversed(_SOURCE.findall(stack))] or (
-                [self._forward] if self._forward is not None else []
-            )
             message = f"the step's graph is partitioned around {reason}: they run outside the CUDA graphs every step"
-            out.append(denoiser_finding(Kind.CUDAGRAPH_PARTITION, frames, step, HINT, message, self.name))
+            out.append(denoiser_finding(Kind.CUDAGRAPH_PARTITION, self._frames(stack), step, HINT, message, self.name))
         return out
+
+    def _frames(self, text: str) -> list[Frame]:
+        """The source lines a traceback-like text names (inductor's "Found from", an op's stack), innermost first;
+        else the denoiser's forward."""
+        found = [Frame(file, int(line), "") for file, line in reversed(_SOURCE.findall(text))]
+        return found or ([self._forward] if self._forward is not None else [])
 
     def unchecked(self) -> str | None:
         if not self.calls and self._forward is not None:
