@@ -129,11 +129,11 @@ def _text(path: str, mode: str) -> IO[str]:
 
 def write(path: str, doc: dict[str, Any]) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with _text(tmp + (".gz" if path.endswith(".gz") else ""), "w") as fh:
+    tmp = f"{path}.tmp{os.getpid()}" + (".gz" if path.endswith(".gz") else "")  # written as the path will be read
+    with _text(tmp, "w") as fh:
         json.dump(doc, fh, indent=1, default=str)
         fh.write("\n")
-    os.replace(tmp + (".gz" if path.endswith(".gz") else ""), path)
+    os.replace(tmp, path)
 
 
 def read(path: str) -> tuple[dict[str, Any], list[Report]]:
