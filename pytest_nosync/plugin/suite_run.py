@@ -67,8 +67,7 @@ class SuiteRun:
         metafunc.parametrize(
             ("nosync_target", "nosync_scenario"),
             [
-                pytest.param(t, s, id=scenario_group(t.name, s.name), marks=pytest.mark.xdist_group(
-                    scenario_group(t.name, s.name)))
+                pytest.param(t, s, id=(unit := scenario_group(t.name, s.name)), marks=pytest.mark.xdist_group(unit))
                 for t in self.selected()
                 for s in self.scenarios()
             ],
