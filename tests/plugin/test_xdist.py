@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +24,43 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     # The controller's view of the GPUs comes from CUDA_VISIBLE_DEVICES when it is set.
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
     return ["3", "5"]
+
+
+@dataclass
+class PlainRun:
+    """One `--nosync -n 2` session of several test files, which the tests below read each their own part of."""
+
+    result: pytest.RunResult
+    path: Path
+
+    def outcomes(self, module: str) -> dict[str, int]:
+        """`passed`/`failed` → how many of `module`'s tests ended so (from the `-rA` summary)."""
+        words = [line.split()[0].lower() for line in self.result.outlines if f" {module}.py::" in line]
+        return dict(Counter(w for w in words if w in ("passed", "failed")))
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> PlainRun:
+    """Most of these tests need nothing but a two-worker session: one session serves them all. Its three interpreters'
+    start (torch imported in each) is what such a test costs, not its assertions. Run as pytester runs a subprocess:
+    its own directory first on the path and as HOME, no inherited addopts or GPU selection."""
+    root = tmp_path_factory.mktemp("plain-xdist")
+    modules = {"test_many": MANY_REPORTS, "test_guarded": GUARDED, "test_known": BASELINED, "test_threads": THREADS}
+    for name, source in modules.items():
+        (root / f"{name}.py").write_text(source)
+    (root / "base.json").write_text(
+        '{"schema": "pytest-nosync-baseline/1", "entries": [{"where": "*/lib/a.py:3", "reason": "accepted"}]}'
+    )
+    unset = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "PYTEST_ADDOPTS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    path = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    env.update(HOME=str(root), PY_COLORS="0", PYTHONPATH=path)
+    args = ["--nosync", "-n", "2", "-rA", "--nosync-baseline=base.json", "--nosync-report=report.json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", f"--basetemp={root / 'basetemp'}", *args],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    return PlainRun(pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), 0.0), root)
 
 
 @pytest.mark.slow
@@ -121,21 +164,18 @@ def test_report(i, nosync):
 
 
 @pytest.mark.slow
-def test_one_merged_report_without_loss_or_duplicates(pytester: pytest.Pytester, monkeypatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pytester.makepyfile(MANY_REPORTS)
-    out = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess("--nosync", "-n", "2", f"--nosync-report={out}", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=6)
-    doc = json.loads(out.read_text())
-    ids = [t["test_id"] for t in doc["tests"]]
+def test_one_merged_report_without_loss_or_duplicates(plain_run: PlainRun) -> None:
+    assert plain_run.outcomes("test_many") == {"failed": 6}
+    doc = json.loads((plain_run.path / "report.json").read_text())
+    ids = [t["test_id"] for t in doc["tests"] if t["test_id"].startswith("test_many.py")]
     assert ids == sorted(ids) and len(ids) == 6
     # Each test carries exactly its own finding: nothing leaked from another test or worker.
     for test in doc["tests"]:
-        i = int(test["test_id"].split("[")[1].rstrip("]"))
-        assert [f["where"] for f in test["findings"]] == [f"/src/test_{i}.py:{i + 1}"]
-    assert {t["target"] for t in doc["tests"]} == {"gw0", "gw1"}
-    assert result.stdout.str().count("FAIL ") == 6
+        if test["test_id"].startswith("test_many.py"):
+            i = int(test["test_id"].split("[")[1].rstrip("]"))
+            assert [f["where"] for f in test["findings"]] == [f"/src/test_{i}.py:{i + 1}"]
+    assert {t["target"] for t in doc["tests"] if t["test_id"].startswith("test_many.py")} == {"gw0", "gw1"}
+    assert plain_run.result.stdout.str().count("FAIL test_many.py") == 6
 
 
 GUARDED = """
@@ -159,11 +199,8 @@ def test_unguarded(i):
 
 
 @pytest.mark.slow
-def test_detection_state_is_per_process(pytester: pytest.Pytester, monkeypatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pytester.makepyfile(GUARDED)
-    result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=12, failed=4)
+def test_detection_state_is_per_process(plain_run: PlainRun) -> None:
+    assert plain_run.outcomes("test_guarded") == {"passed": 12, "failed": 4}
 
 
 BASELINED = """
@@ -180,19 +217,11 @@ def test_known(i, nosync, nosync_guard_kwargs):
 
 
 @pytest.mark.slow
-def test_workers_use_the_controllers_baseline(pytester: pytest.Pytester, monkeypatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pytester.makepyfile(BASELINED)
-    (pytester.path / "base.json").write_text(
-        '{"schema": "pytest-nosync-baseline/1", "entries": [{"where": "*/lib/a.py:3", "reason": "accepted"}]}'
-    )
-    out = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
-        "--nosync", "-n", "2", "--nosync-baseline=base.json", f"--nosync-report={out}", "-p", "no:cacheprovider"
-    )
-    result.assert_outcomes(passed=4)
-    doc = json.loads(out.read_text())
-    assert {t["metrics"]["baseline"] for t in doc["tests"]} == {str(pytester.path / "base.json")}
+def test_workers_use_the_controllers_baseline(plain_run: PlainRun) -> None:
+    assert plain_run.outcomes("test_known") == {"passed": 4}
+    doc = json.loads((plain_run.path / "report.json").read_text())
+    known = [t for t in doc["tests"] if t["test_id"].startswith("test_known.py")]
+    assert len(known) == 4 and {t["metrics"]["baseline"] for t in known} == {str(plain_run.path / "base.json")}
 
 
 def test_target_groups_are_scheduled_longest_first(pytester: pytest.Pytester) -> None:
@@ -238,15 +267,13 @@ def test_loadgroup_units_do_not_depend_on_xdist_rewriting_node_ids(nodeid: str, 
 
 
 @pytest.mark.slow
-def test_a_run_stores_the_seconds_of_each_target_for_the_next(pytester: pytest.Pytester, monkeypatch) -> None:
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    pytester.makepyfile(MANY_REPORTS)
-    pytester.runpytest_subprocess("--nosync", "-n", "2")
-    costs = json.loads((pytester.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
+def test_a_run_stores_the_seconds_of_each_target_for_the_next(plain_run: PlainRun) -> None:
+    costs = json.loads((plain_run.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
     # keyed by the work unit its tests were scheduled in: a target's plain tests, each scenario of it
-    assert set(costs) <= {"gw0", "gw1", "gw0-first_block_cache", "gw1-first_block_cache"}, costs
-    assert {k.split("-")[0] for k in costs} == {"gw0", "gw1"} and any(k.endswith("first_block_cache") for k in costs)
-    assert all(seconds >= 0 for seconds in costs.values())
+    many = {k for k in costs if k.startswith("gw")}  # test_many.py's targets are the workers
+    assert many <= {"gw0", "gw1", "gw0-first_block_cache", "gw1-first_block_cache"}, costs
+    assert {k.split("-")[0] for k in many} == {"gw0", "gw1"} and any(k.endswith("first_block_cache") for k in many)
+    assert "demo" in costs and all(seconds >= 0 for seconds in costs.values())
 
 
 THREADS = """
@@ -262,18 +289,19 @@ def test_threads_too(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("omp", "workers"), [("", "2"), ("1", "1")])  # each differs from what the other rule gives
-def test_workers_share_the_cores_unless_omp_num_threads_says(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, omp: str, workers: str
-) -> None:
-    # Every worker starting a thread per core oversubscribes the machine N times over.
-    import os
+def test_workers_share_the_cores(plain_run: PlainRun) -> None:
+    # Every worker starting a thread per core oversubscribes the machine N times over: two workers, half each.
+    assert plain_run.outcomes("test_threads") == {"passed": 2}
+    seen = {f.read_text() for f in plain_run.path.rglob("gw*.threads")}
+    assert seen == {str(max(1, (os.cpu_count() or 1) // 2))}
 
-    monkeypatch.setenv("OMP_NUM_THREADS", omp) if omp else monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+
+@pytest.mark.slow
+def test_workers_keep_the_threads_omp_num_threads_says(pytester: pytest.Pytester, monkeypatch) -> None:
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one worker: the cores rule would give it every core
     pytester.makepyfile(THREADS)
-    pytester.runpytest_subprocess("--nosync", "-n", workers, "-p", "no:cacheprovider").assert_outcomes(passed=2)
-    seen = {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")}
-    assert seen == {omp or str(max(1, (os.cpu_count() or 1) // int(workers)))}
+    pytester.runpytest_subprocess("--nosync", "-n", "1", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    assert {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")} == {"1"}
 
 
 def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: pytest.Pytester) -> None:
