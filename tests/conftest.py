@@ -4,20 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Done here, before any in-process pytester run: pytester unloads the modules a run imported, and importing them
-# again goes wrong. torch: registering with torch a second time, which torch refuses (torch.profiler's start imports
-# torch._inductor and dynamo; torch.compile imports its compiler, which registers the quantized_decomposed op library).
-# diffusers: the next run's `enable_cache` compared a cache config of the hook module imported again with the class
-# diffusers' lazy attributes kept from the first ("Cache config FirstBlockCacheConfig is not supported"), in tests
-# that failed or passed by the order xdist gave them. Here, not in the repository's conftest, which every session
-# collecting the suite of this checkout loads too (a contributor's `--nosync-suite`, a graph helper): seconds of
-# imports each that only the in-process runs need.
-import diffusers.hooks
-import diffusers.models.cache_utils
-import diffusers.pipelines.pipeline_utils  # noqa: F401  (the marker finds a test's pipeline by its base class)
 import pytest
-import torch._inductor.compile_fx
-import torch._inductor.config  # noqa: F401
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +12,29 @@ def shared_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An XDG cache home shared by this run's xdist workers (the parent of their base temps): the stand-ins a census
     installs are built there once, a file lock keeping two workers from building the same one."""
     return tmp_path_factory.getbasetemp().parent / "xdg-cache"
+
+
+def _import_ahead_of_in_process_runs() -> None:
+    """Imports made before a test's first in-process pytester run: pytester unloads the modules a run imported, and
+    importing them again goes wrong. torch: registering with torch a second time, which torch refuses
+    (torch.profiler's start imports torch._inductor and dynamo; torch.compile imports its compiler, which registers
+    the quantized_decomposed op library). diffusers: the next run's `enable_cache` compared a cache config of the hook
+    module imported again with the class diffusers' lazy attributes kept from the first ("Cache config
+    FirstBlockCacheConfig is not supported"), in tests that failed or passed by the order xdist gave them. Made for
+    processes that may run tests in-process, at this file's load (some tests run a library block in a snapshot of
+    sys.modules without pytester): not in xdist's controller, which runs no test, nor in a run of the slow tests, which
+    start processes of their own. Nine seconds of imports each."""
+    import diffusers.hooks
+    import diffusers.models.cache_utils
+    import diffusers.pipelines.pipeline_utils  # noqa: F401  (the marker finds a test's pipeline by its base class)
+    import torch._inductor.compile_fx
+    import torch._inductor.config  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+    if not controller and config.option.markexpr != "slow":
+        _import_ahead_of_in_process_runs()
 
 
 @pytest.fixture
