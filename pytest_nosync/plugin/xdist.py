@@ -84,7 +84,9 @@ def pin_specs(specs: list[Any], share: bool) -> None:
 def share_cores(config: pytest.Config) -> int | None:
     """In an xdist worker: its share of the machine's cores for torch's CPU threads. Each process would otherwise
     start one thread per core, and N workers' threads spinning on the same cores slow every CPU op by far more than
-    N (a tiny pipeline's step took seconds with 14 workers on 16 cores). OMP_NUM_THREADS, when set, is the user's."""
+    N (a tiny pipeline's step took seconds with 14 workers on 16 cores). The processes its tests start (a pipeline run
+    in a subprocess, a pytest session of their own) keep to the same share, through OMP_NUM_THREADS. That variable, when
+    set already, is the user's."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None or os.environ.get("OMP_NUM_THREADS"):
         return None
@@ -92,6 +94,7 @@ def share_cores(config: pytest.Config) -> int | None:
 
     threads = max(1, (os.cpu_count() or 1) // max(1, int(workerinput.get("workercount", 1))))
     torch.set_num_threads(threads)
+    os.environ["OMP_NUM_THREADS"] = str(threads)  # read by torch in each process this worker's tests start
     return threads
 
 

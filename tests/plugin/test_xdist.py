@@ -277,23 +277,28 @@ def test_a_run_stores_the_seconds_of_each_target_for_the_next(plain_run: PlainRu
 
 
 THREADS = """
-import os, torch
+import os, subprocess, sys, torch
 
 def test_threads(tmp_path_factory):
     root = tmp_path_factory.getbasetemp().parent.parent
     (root / f"{os.environ['PYTEST_XDIST_WORKER']}.threads").write_text(str(torch.get_num_threads()))
 
-def test_threads_too(tmp_path_factory):
-    test_threads(tmp_path_factory)
+def test_threads_of_a_process_it_starts(tmp_path_factory):
+    root = tmp_path_factory.getbasetemp().parent.parent
+    child = [sys.executable, "-c", "import torch; print(torch.get_num_threads())"]
+    threads = subprocess.run(child, capture_output=True, text=True, check=True).stdout.strip()
+    (root / f"{os.environ['PYTEST_XDIST_WORKER']}.child-threads").write_text(threads)
 """
 
 
 @pytest.mark.slow
 def test_workers_share_the_cores(plain_run: PlainRun) -> None:
     # Every worker starting a thread per core oversubscribes the machine N times over: two workers, half each.
+    # And so do the processes its tests start (a subprocess's own torch would take every core again).
     assert plain_run.outcomes("test_threads") == {"passed": 2}
-    seen = {f.read_text() for f in plain_run.path.rglob("gw*.threads")}
-    assert seen == {str(max(1, (os.cpu_count() or 1) // 2))}
+    share = str(max(1, (os.cpu_count() or 1) // 2))
+    assert {f.read_text() for f in plain_run.path.rglob("gw*.threads")} == {share}
+    assert {f.read_text() for f in plain_run.path.rglob("gw*.child-threads")} == {share}
 
 
 @pytest.mark.slow
@@ -302,6 +307,7 @@ def test_workers_keep_the_threads_omp_num_threads_says(pytester: pytest.Pytester
     pytester.makepyfile(THREADS)
     pytester.runpytest_subprocess("--nosync", "-n", "1", "-p", "no:cacheprovider").assert_outcomes(passed=2)
     assert {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")} == {"1"}
+    assert {f.read_text() for f in pytester.path.parent.rglob("gw*.child-threads")} == {"1"}
 
 
 def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: pytest.Pytester) -> None:
