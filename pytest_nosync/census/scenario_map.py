@@ -1,6 +1,6 @@
 """The scenario census: pipelines by scenarios for one check, from a census run with --nosync-scenarios — as a Markdown
-table (`python -m pytest_nosync census scenarios REPORT`) and as a heat map of syncs per steady step
-(`python -m pytest_nosync census plot REPORT --out map.png`, matplotlib: the `plot` extra).
+table (`python -m pytest_nosync census scenarios REPORT`) and as a heat map of its counts (syncs per steady step, graph
+breaks...: `python -m pytest_nosync census plot REPORT --out map.png`, matplotlib: the `plot` extra).
 
 A cell is the check's cell of that pipeline under that scenario (census.table.Cell): a number only where the check
 reached its verdict; `raised`, `not checked: <why>` (the scenario does not apply, or the check could not run)
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..checks import CHECKS
 from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS
 from .outcomes import Coverage, Verdict
@@ -75,7 +76,15 @@ class ScenarioMap:
             lines.append(f"- `{scenario}`: more in {more}, as many in {same}, fewer in {fewer}")
             kept += [scenario] if more == 0 else []
         clean = ", ".join(f"`{s}`" for s in kept) or "none"
-        return [*lines, "", f"Added nothing to any pipeline's steady steps: {clean}."]
+        where = "any pipeline's steady steps" if self.check == "syncs" else f"any pipeline ({measure(self.check)})"
+        return [*lines, "", f"Added nothing to {where}: {clean}."]
+
+
+def measure(check: str) -> str:
+    """What a cell of `check` counts, in the words of its census column: the map's sentences and the picture's colour
+    bar say that and nothing else (a graph-break map is no map of syncs per steady step)."""
+    known = CHECKS.get(check)
+    return known.column if known is not None and known.column else check
 
 
 def _count(cell: Cell | None) -> str:
@@ -141,6 +150,6 @@ def plot(data: ScenarioMap, path: str, title: str) -> None:
     axes.xaxis.set_ticks_position("top")
     axes.xaxis.set_label_position("top")
     axes.set_title(title, fontsize=9)
-    figure.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label=f"{data.check} per steady step (log scale)")
+    figure.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label=f"{measure(data.check)} (log scale)")
     figure.savefig(path, dpi=100 if len(data.pipelines) > 40 else 150)
     plt.close(figure)

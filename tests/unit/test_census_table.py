@@ -245,3 +245,33 @@ def test_a_reason_is_shortened_to_its_gist_for_a_cell(reason: str, cell: str) ->
     from pytest_nosync.census.table import short_reason
 
     assert short_reason(reason) == cell
+
+
+def test_a_scenario_map_of_another_check_says_what_its_cells_count(tmp_path: Path) -> None:
+    """A map of graph breaks is no map of syncs per steady step: its summary and its picture's colour bar name the
+    check's own count (a graph-break map once said "Added nothing to any pipeline's steady steps")."""
+    from pytest_nosync.census.scenario_map import ScenarioMap, plot
+    from pytest_nosync.census.table import Cell
+
+    checked = CheckOutcome(Verdict.CHECKED, passed=True)
+    cells = {("FluxPipeline", "plain"): Cell(checked, 1), ("FluxPipeline", "lora"): Cell(checked, 1),
+             ("FluxPipeline", "layerwise_casting"): Cell(CheckOutcome(Verdict.CHECKED, passed=False), 13)}  # fmt: skip
+    environment = {"diffusers": "0.42.1", "torch": "2.13.0", "backend": "cuda", "device": "H100"}
+    breaks = ScenarioMap("graph_breaks", ["FluxPipeline"], ["plain", "lora", "layerwise_casting"], cells)
+    text = breaks.markdown("T", environment)
+    assert "- `layerwise_casting`: more in 1, as many in 0, fewer in 0" in text
+    assert "Added nothing to any pipeline (graph breaks, recompiles): `lora`." in text
+    assert "steady steps" not in text.split("A cell is")[0] + text.split("(pipelines where")[1]
+    syncs = ScenarioMap("syncs", ["FluxPipeline"], ["plain", "lora", "layerwise_casting"], cells)
+    assert "Added nothing to any pipeline's steady steps: `lora`." in syncs.markdown("T", environment)
+
+    labels: list[str] = []
+    pytest.importorskip("matplotlib")
+    import matplotlib.figure
+
+    original = matplotlib.figure.Figure.colorbar
+    with pytest.MonkeyPatch.context() as patch:  # read the colour bar's label as plot() sets it
+        patch.setattr(matplotlib.figure.Figure, "colorbar",
+                      lambda self, *a, **k: labels.append(k["label"]) or original(self, *a, **k))  # fmt: skip
+        plot(breaks, str(tmp_path / "breaks.png"), "T")
+    assert labels == ["graph breaks, recompiles (log scale)"]
