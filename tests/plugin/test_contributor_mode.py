@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import shared_session
 from tests.releases import diffusers_before
+from tests.shared_session import SharedSession
 
 diffusers = pytest.importorskip("diffusers")
 if diffusers_before("0.38"):  # the code these tests edit, and the known issues they keep known, came with 0.38
@@ -50,12 +52,13 @@ def _edit(path: Path, old: str, new: str) -> int:
     return text[: text.index(old)].count("\n") + 1  # the line the edit starts at
 
 
+SUITE = ("-m", "gpu", "--nosync", "--nosync-suite", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
 def _suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: Path, *args: str) -> pytest.RunResult:
     # first on the path, before whatever PYTHONPATH the run was given (where pytest-nosync itself may be installed)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
-    return pytester.runpytest_subprocess(
-        "-m", "gpu", "--nosync", "--nosync-suite", "-p", "no:cacheprovider", "-p", "no:randomly", *args
-    )
+    return pytester.runpytest_subprocess(*SUITE, *args)
 
 
 @pytest.mark.slow
@@ -78,37 +81,43 @@ def test_lines_added_at_the_top_keep_every_known_issue_known(
     result.stdout.fnmatch_lines(["MOVED baseline #* now at line 889 (recorded at 886)"])  # the copy ran: 3 lines down
 
 
-@pytest.mark.slow
-def test_a_fixed_issue_names_the_entry_to_delete(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    package = _copy(tmp_path / "site")
+@pytest.fixture(scope="module")
+def fixed_and_new(tmp_path_factory: pytest.TempPathFactory) -> tuple[SharedSession, int]:
+    """One branch with two edits, one session for both tests below (its interpreters' start is what they cost): the
+    Flux2 Klein pipeline no longer walks the module tree in its loop, and UniPC gained a sync beside its known copy.
+    The line of that copy, returned beside the session, is where the edit began."""
+    root = tmp_path_factory.mktemp("fixed-and-new")
+    package = _copy(root / "site")
     _edit(
         package / "pipelines/flux2/pipeline_flux2_klein.py",
         "latent_model_input = latents.to(self.transformer.dtype)",
         "latent_model_input = latents.to(latents.dtype)",  # no module-tree walk in the loop any more
     )
-    result = _suite(
-        pytester, monkeypatch, tmp_path / "site", "--nosync-targets=flux2_klein", "-k", "test_host_overhead"
-    )
-    result.assert_outcomes(passed=1)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(
+    line = _edit(package / "schedulers/scheduling_unipc_multistep.py", UNIPC_COPY,
+                 UNIPC_COPY + "\n        scale = float(sigma_t)")  # fmt: skip
+    session = shared_session.run(
+        root, *SUITE, "--nosync-targets=wan,flux2_klein", "-k",
+        "test_host_overhead and flux2_klein or test_syncs and wan", first_on_path=[root / "site"],
+    )  # fmt: skip
+    assert session.result.ret == pytest.ExitCode.TESTS_FAILED, session.result.stdout.str()[-4000:]
+    return session, line
+
+
+@pytest.mark.slow
+def test_a_fixed_issue_names_the_entry_to_delete(fixed_and_new: tuple[SharedSession, int]) -> None:
+    session, _ = fixed_and_new
+    assert session.outcomes("test_host_overhead[flux2_klein]") == {"passed": 1}
+    session.result.stdout.fnmatch_lines(
         ["FIXED baseline #* host_overhead at diffusers/models/modeling_utils.py:* in get_parameter_dtype*: its code is "
          "still at line * but no longer reported: remove it"]
     )  # fmt: skip
 
 
 @pytest.mark.slow
-def test_a_new_sync_beside_a_known_one_still_fails(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    package = _copy(tmp_path / "site")
-    path = package / "schedulers/scheduling_unipc_multistep.py"
-    line = _edit(path, UNIPC_COPY, UNIPC_COPY + "\n        scale = float(sigma_t)")
-    result = _suite(pytester, monkeypatch, tmp_path / "site", "--nosync-targets=wan", "-k", "test_syncs")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
+def test_a_new_sync_beside_a_known_one_still_fails(fixed_and_new: tuple[SharedSession, int]) -> None:
+    session, line = fixed_and_new
+    assert session.outcomes("test_syncs[wan]") == {"failed": 1}
+    session.result.stdout.fnmatch_lines(
         [
             " failing:",
             f"  dtoh_sync     *diffusers/schedulers/scheduling_unipc_multistep.py:{line + 1}  — step 0 *",

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from collections import Counter
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
+from tests import shared_session
 from tests.plugin import worker_env
+from tests.shared_session import SharedSession
 
 pytest.importorskip("xdist")
 
@@ -26,24 +23,10 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["3", "5"]
 
 
-@dataclass
-class PlainRun:
-    """One `--nosync -n 2` session of several test files, which the tests below read each their own part of."""
-
-    result: pytest.RunResult
-    path: Path
-
-    def outcomes(self, module: str) -> dict[str, int]:
-        """`passed`/`failed` → how many of `module`'s tests ended so (from the `-rA` summary)."""
-        words = [line.split()[0].lower() for line in self.result.outlines if f" {module}.py::" in line]
-        return dict(Counter(w for w in words if w in ("passed", "failed")))
-
-
 @pytest.fixture(scope="module")
-def plain_run(tmp_path_factory: pytest.TempPathFactory) -> PlainRun:
+def plain_run(tmp_path_factory: pytest.TempPathFactory) -> SharedSession:
     """Most of these tests need nothing but a two-worker session: one session serves them all. Its three interpreters'
-    start (torch imported in each) is what such a test costs, not its assertions. Run as pytester runs a subprocess:
-    its own directory first on the path and as HOME, no inherited addopts or GPU selection."""
+    start (torch imported in each) is what such a test costs, not its assertions."""
     root = tmp_path_factory.mktemp("plain-xdist")
     modules = {"test_many": MANY_REPORTS, "test_guarded": GUARDED, "test_known": BASELINED, "test_threads": THREADS}
     for name, source in modules.items():
@@ -51,16 +34,8 @@ def plain_run(tmp_path_factory: pytest.TempPathFactory) -> PlainRun:
     (root / "base.json").write_text(
         '{"schema": "pytest-nosync-baseline/1", "entries": [{"where": "*/lib/a.py:3", "reason": "accepted"}]}'
     )
-    unset = ("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "PYTEST_ADDOPTS")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    path = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    env.update(HOME=str(root), PY_COLORS="0", PYTHONPATH=path)
-    args = ["--nosync", "-n", "2", "-rA", "--nosync-baseline=base.json", "--nosync-report=report.json"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", f"--basetemp={root / 'basetemp'}", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    return PlainRun(pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), 0.0), root)
+    args = ["--nosync", "-n", "2", "--nosync-baseline=base.json", "--nosync-report=report.json"]
+    return shared_session.run(root, *args, unset=("CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"))
 
 
 @pytest.mark.slow
@@ -164,8 +139,8 @@ def test_report(i, nosync):
 
 
 @pytest.mark.slow
-def test_one_merged_report_without_loss_or_duplicates(plain_run: PlainRun) -> None:
-    assert plain_run.outcomes("test_many") == {"failed": 6}
+def test_one_merged_report_without_loss_or_duplicates(plain_run: SharedSession) -> None:
+    assert plain_run.outcomes(" test_many.py::") == {"failed": 6}
     doc = json.loads((plain_run.path / "report.json").read_text())
     ids = [t["test_id"] for t in doc["tests"] if t["test_id"].startswith("test_many.py")]
     assert ids == sorted(ids) and len(ids) == 6
@@ -199,8 +174,8 @@ def test_unguarded(i):
 
 
 @pytest.mark.slow
-def test_detection_state_is_per_process(plain_run: PlainRun) -> None:
-    assert plain_run.outcomes("test_guarded") == {"passed": 12, "failed": 4}
+def test_detection_state_is_per_process(plain_run: SharedSession) -> None:
+    assert plain_run.outcomes(" test_guarded.py::") == {"passed": 12, "failed": 4}
 
 
 BASELINED = """
@@ -217,8 +192,8 @@ def test_known(i, nosync, nosync_guard_kwargs):
 
 
 @pytest.mark.slow
-def test_workers_use_the_controllers_baseline(plain_run: PlainRun) -> None:
-    assert plain_run.outcomes("test_known") == {"passed": 4}
+def test_workers_use_the_controllers_baseline(plain_run: SharedSession) -> None:
+    assert plain_run.outcomes(" test_known.py::") == {"passed": 4}
     doc = json.loads((plain_run.path / "report.json").read_text())
     known = [t for t in doc["tests"] if t["test_id"].startswith("test_known.py")]
     assert len(known) == 4 and {t["metrics"]["baseline"] for t in known} == {str(plain_run.path / "base.json")}
@@ -267,7 +242,7 @@ def test_loadgroup_units_do_not_depend_on_xdist_rewriting_node_ids(nodeid: str, 
 
 
 @pytest.mark.slow
-def test_a_run_stores_the_seconds_of_each_target_for_the_next(plain_run: PlainRun) -> None:
+def test_a_run_stores_the_seconds_of_each_target_for_the_next(plain_run: SharedSession) -> None:
     costs = json.loads((plain_run.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
     # keyed by the work unit its tests were scheduled in: a target's plain tests, each scenario of it
     many = {k for k in costs if k.startswith("gw")}  # test_many.py's targets are the workers
@@ -292,10 +267,10 @@ def test_threads_of_a_process_it_starts(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_workers_share_the_cores(plain_run: PlainRun) -> None:
+def test_workers_share_the_cores(plain_run: SharedSession) -> None:
     # Every worker starting a thread per core oversubscribes the machine N times over: two workers, half each.
     # And so do the processes its tests start (a subprocess's own torch would take every core again).
-    assert plain_run.outcomes("test_threads") == {"passed": 2}
+    assert plain_run.outcomes(" test_threads.py::") == {"passed": 2}
     share = str(max(1, (os.cpu_count() or 1) // 2))
     assert {f.read_text() for f in plain_run.path.rglob("gw*.threads")} == {share}
     assert {f.read_text() for f in plain_run.path.rglob("gw*.child-threads")} == {share}
