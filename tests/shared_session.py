@@ -1,18 +1,21 @@
 """A pytest session in a subprocess that several tests read, each its own part: for end-to-end tests whose cost is the
 session's interpreters starting (torch and diffusers imported in each), not their assertions. It runs as pytester runs
-a subprocess: its directory first on the path and as HOME, no inherited addopts."""
+a subprocess: its directory first on the path and as HOME, no inherited addopts; once per test run, whichever xdist
+worker its tests went to (`once`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 
 @dataclass
@@ -40,3 +43,21 @@ def run(root: Path, *args: str, first_on_path: Iterable[Path] = (), unset: Itera
     return SharedSession(
         pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), 0.0), root
     )
+
+
+def once(factory: pytest.TempPathFactory, name: str, start: Callable[[Path], SharedSession]) -> SharedSession:
+    """The session `start` runs in the directory it is given, once per test run: xdist hands a module's tests to
+    either worker, and a module-scoped fixture would run it in each. The first worker to need it runs it (the other
+    waits on its lock) and leaves its outcome for the other to read."""
+    run_dir = factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        run_dir = run_dir.parent  # the run's, above each worker's own
+    root = run_dir / f"shared-{name}"
+    root.mkdir(exist_ok=True)
+    with FileLock(f"{root}.lock"):
+        saved = root / "outcome.json"
+        if not saved.exists():
+            result = start(root).result
+            saved.write_text(json.dumps({"ret": int(result.ret), "out": result.outlines, "err": result.errlines}))
+        outcome = json.loads(saved.read_text())
+    return SharedSession(pytest.RunResult(outcome["ret"], outcome["out"], outcome["err"], 0.0), root)

@@ -36,6 +36,7 @@ SHIFTED_FILES = (
     "pipelines/flux2/pipeline_flux2_klein.py",
 )
 HEADER = "# a contributor's branch\n# adds a few lines\n# at the top of the file\n"
+UNIPC = "schedulers/scheduling_unipc_multistep.py"
 UNIPC_COPY = "sigma_t, sigma_s0 = self.sigmas[self.step_index + 1].to(device), self.sigmas[self.step_index].to(device)"
 
 
@@ -86,21 +87,24 @@ def fixed_and_new(tmp_path_factory: pytest.TempPathFactory) -> tuple[SharedSessi
     """One branch with two edits, one session for both tests below (its interpreters' start is what they cost): the
     Flux2 Klein pipeline no longer walks the module tree in its loop, and UniPC gained a sync beside its known copy.
     The line of that copy, returned beside the session, is where the edit began."""
-    root = tmp_path_factory.mktemp("fixed-and-new")
+    line = Path(diffusers.__file__).parent.joinpath(UNIPC).read_text().split(UNIPC_COPY)[0].count("\n") + 1
+    session = shared_session.once(tmp_path_factory, "fixed-and-new", _fixed_and_new)
+    assert session.result.ret == pytest.ExitCode.TESTS_FAILED, session.result.stdout.str()[-4000:]
+    return session, line
+
+
+def _fixed_and_new(root: Path) -> SharedSession:
     package = _copy(root / "site")
     _edit(
         package / "pipelines/flux2/pipeline_flux2_klein.py",
         "latent_model_input = latents.to(self.transformer.dtype)",
         "latent_model_input = latents.to(latents.dtype)",  # no module-tree walk in the loop any more
     )
-    line = _edit(package / "schedulers/scheduling_unipc_multistep.py", UNIPC_COPY,
-                 UNIPC_COPY + "\n        scale = float(sigma_t)")  # fmt: skip
-    session = shared_session.run(
+    _edit(package / UNIPC, UNIPC_COPY, UNIPC_COPY + "\n        scale = float(sigma_t)")
+    return shared_session.run(
         root, *SUITE, "--nosync-targets=wan,flux2_klein", "-k",
         "test_host_overhead and flux2_klein or test_syncs and wan", first_on_path=[root / "site"],
     )  # fmt: skip
-    assert session.result.ret == pytest.ExitCode.TESTS_FAILED, session.result.stdout.str()[-4000:]
-    return session, line
 
 
 @pytest.mark.slow

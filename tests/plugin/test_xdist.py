@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +28,10 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def plain_run(tmp_path_factory: pytest.TempPathFactory) -> SharedSession:
     """Most of these tests need nothing but a two-worker session: one session serves them all. Its three interpreters'
     start (torch imported in each) is what such a test costs, not its assertions."""
-    root = tmp_path_factory.mktemp("plain-xdist")
+    return shared_session.once(tmp_path_factory, "plain-xdist", _plain_run)
+
+
+def _plain_run(root: Path) -> SharedSession:
     modules = {"test_many": MANY_REPORTS, "test_guarded": GUARDED, "test_known": BASELINED, "test_threads": THREADS}
     for name, source in modules.items():
         (root / f"{name}.py").write_text(source)
