@@ -48,8 +48,7 @@ class Param:
 @dataclass(frozen=True)
 class Scenario:
     """One feature turned on, with its parameters. `cuda_only`: why it cannot run on another device (streams, CUDA
-    kernels, a parameter the emulated device cannot hand back to the host): not applicable there, for that reason
-    (docs/emulation.md lists them)."""
+    kernels, dynamo): not applicable there, for that reason (docs/emulation.md lists them)."""
 
     name: str
     help: str
@@ -84,11 +83,6 @@ def _scenario(name: str, help: str, feature: str, **params: Any) -> tuple[str, S
     return name, Scenario(name, help, feature, specs, cuda_only=cuda_only)
 
 
-HOST_PARAMETERS = (
-    "it hands parameters back and forth between host and device one by one (`param.data = tensor`, accelerate's "
-    "`type(param)(value)`), which the emulated device's parameters cannot do"
-)
-
 NO_DYNAMO = (
     "dynamo cannot trace the emulated device's tensors, nor compile under the emulation's CUDA mapping on the CPU"
 )
@@ -122,9 +116,9 @@ SCENARIOS: dict[str, Scenario] = dict(
                   retention_ratio=Param(0.0, 0.0, 1.0)),
         _scenario("model_cpu_offload", "enable_model_cpu_offload(): each model on the device while it runs", "offload"),
         _scenario("sequential_cpu_offload", "enable_sequential_cpu_offload(): each submodule's weights on the device "
-                  "while it runs", "offload", cuda_only=HOST_PARAMETERS),
+                  "while it runs", "offload"),
         _scenario("group_offload_block", "enable_group_offload(offload_type='block_level'): groups of blocks onloaded "
-                  "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000), cuda_only=HOST_PARAMETERS),
+                  "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000)),
         _scenario("group_offload_leaf_stream", "enable_group_offload(offload_type='leaf_level', use_stream=True): "
                   "leaves prefetched on a CUDA stream", "group_offload",
                   cuda_only="group offloading with streams needs a device whose backend implements streams (CUDA)"),

@@ -66,6 +66,7 @@ def install() -> torch.device:
     tensor.bind(device)
     _state["kernels"] = kernels.register()
     _state["tensor_from_data"] = tensor.accept_device_elements()
+    _state["tensor_data"] = tensor.accept_device_data()
     _state["device"] = device
     return device
 

@@ -91,8 +91,8 @@ def _copy(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
 
 def _to_copy(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     device = kwargs.get("device")
-    if device is None or device.type == DEVICE_TYPE or kwargs.get("non_blocking"):
-        return None  # stays on the device, or torch pins the host copy of a non_blocking read
+    if device is None or device.type in (DEVICE_TYPE, "meta") or kwargs.get("non_blocking"):
+        return None  # stays on the device, copies no value (meta: accelerate's offload), or a pinned non_blocking read
     return EmulatedSync(DTOH, _name(func), "to_host")
 
 

@@ -60,11 +60,14 @@ memory = DeviceMemory()
 
 
 class EmulatedTensor(torch.Tensor):
-    __slots__ = ("_raw",)
+    # No __slots__: a host tensor handed device data (`param.data = x`) becomes one of these in place, which Python
+    # allows only between classes of one layout (see `to_device`).
     _raw: torch.Tensor
 
     @staticmethod
-    def __new__(cls, raw: torch.Tensor) -> EmulatedTensor:
+    def __new__(cls, raw: torch.Tensor, requires_grad: bool | None = None) -> EmulatedTensor:
+        if requires_grad is not None:  # called as a parameter's class, as accelerate does (`type(param)(value, ...)`)
+            return torch.nn.Parameter(raw, requires_grad)  # type: ignore[return-value]
         # Positional arguments: this runs for every op output, and keyword parsing costs a third of it.
         # requires_grad stays False: autograd, above this layer, sets it on the wrapper.
         tensor = _make_wrapper(
@@ -88,7 +91,10 @@ class EmulatedTensor(torch.Tensor):
     @data.setter
     def data(self, new: torch.Tensor) -> None:
         # `param.data = x` (Module.to(dtype), weight loading) swaps the TensorImpl's contents; the CPU values
-        # live in a slot of the Python object, so they must follow.
+        # live in an attribute of the Python object, so they must follow.
+        if new.__class__ is not EmulatedTensor and new.device.type == "cpu":
+            to_host(self, new)  # group offloading handing a parameter back to the host
+            return
         _TENSOR_DATA.__set__(self, new)
         self._raw = new._raw if new.__class__ is EmulatedTensor else new
 
@@ -113,6 +119,52 @@ class EmulatedTensor(torch.Tensor):
 
 _make_wrapper = torch.Tensor._make_wrapper_subclass
 _TENSOR_DATA = torch._C.TensorBase.data
+
+
+def to_device(tensor: torch.Tensor, new: EmulatedTensor) -> None:
+    """`tensor.data = new` for a host tensor and device data, as a GPU does it: the same Python object, now on the
+    device, sharing `new`'s values. A plain tensor's TensorImpl cannot take a wrapper's, so the object changes sides
+    whole: its TensorImpl swapped for a fresh wrapper's, its class for EmulatedTensor. Identity, requires_grad and
+    being a Parameter (`isinstance` reads `_is_param` on tensor subclasses) stay what they were."""
+    requires_grad, host_class = tensor.requires_grad, tensor.__class__
+    torch._C._swap_tensor_impl(tensor, EmulatedTensor(new._raw))
+    tensor.__class__ = EmulatedTensor
+    tensor._raw = new._raw
+    tensor._host_class = host_class  # type: ignore[attr-defined]
+    if isinstance(host_class, type) and issubclass(host_class, torch.nn.Parameter):
+        tensor._is_param = True  # type: ignore[attr-defined]
+    tensor.requires_grad_(requires_grad)
+
+
+def to_host(tensor: EmulatedTensor, new: torch.Tensor) -> None:
+    """`tensor.data = new` for a device tensor and host data: the way back of `to_device`, to the class the tensor
+    had on the host (a Parameter when it is one)."""
+    requires_grad = tensor.requires_grad
+    state = tensor.__dict__
+    host_class = state.pop("_host_class", torch.nn.Parameter if state.get("_is_param") else torch.Tensor)
+    torch._C._swap_tensor_impl(tensor, new.detach())  # detach(): an alias of new's values, as `.data =` shares them
+    tensor.__class__ = host_class
+    state.pop("_raw", None)
+    state.pop("_is_param", None)
+    tensor.requires_grad_(requires_grad)
+
+
+def accept_device_data() -> Any:
+    """Let `host_tensor.data = device_tensor` work on the emulated device, as it does on a GPU: group offloading
+    onloads a parameter so (`param.data = param.data.to(device)`), and a plain tensor's TensorImpl cannot take a
+    wrapper subclass's. `Tensor.data` gets a property that, on that mismatch only, moves the tensor object to the
+    device whole (`to_device`); every other assignment is torch's own. Part of the emulation's installed state, like
+    `torch.tensor` accepting device elements; returns what `Tensor.data` was before (None: TensorBase's)."""
+    before = torch.Tensor.__dict__.get("data")
+
+    def setter(self: torch.Tensor, new: torch.Tensor) -> None:
+        if new.__class__ is EmulatedTensor and self.__class__ is not EmulatedTensor:
+            to_device(self, new)
+        else:
+            _TENSOR_DATA.__set__(self, new)
+
+    torch.Tensor.data = property(_TENSOR_DATA.__get__, setter)  # type: ignore[assignment]
+    return before
 
 
 def unwrap(value: Any, hosted: list) -> Any:

@@ -99,6 +99,50 @@ def test_a_module_cast_after_the_move_keeps_its_values(device: torch.device) -> 
     assert torch.equal(model.weight.detach().cpu(), expected)
 
 
+def onload_and_offload(model: torch.nn.Module, device: torch.device) -> torch.Tensor:
+    """What diffusers' group offloading does around each group's forward, without streams."""
+    for param in model.parameters():
+        param.data = param.data.to(device)  # onload
+    out = model(torch.ones(1, 4, device=device))
+    for param in model.parameters():
+        param.data = param.data.to("cpu")  # offload
+    return out
+
+
+def test_a_parameter_handed_device_data_moves_whole_and_its_copies_are_syncs(device: torch.device) -> None:
+    """Group offloading moves parameters by setting their data (`param.data = param.data.to(device)`), and its hooks
+    find them again by identity: under the emulation the same Parameter object goes to the device and back, keeping
+    its values and requires_grad, and the blocking copies either way are syncs at their lines, as on a GPU."""
+    model = torch.nn.Linear(4, 2)
+    weight, expected = model.weight, model.weight.detach().clone()
+    with nosync_guard(backend="emulate") as g, g.step():
+        out = onload_and_offload(model, device)
+    assert out.device == device and model.weight is weight and weight.device.type == "cpu"
+    assert isinstance(weight, torch.nn.Parameter) and weight.requires_grad and torch.equal(weight.detach(), expected)
+    onload, offload = _line(onload_and_offload, "onload"), _line(onload_and_offload, "offload")
+    assert sorted({(kind, line) for kind, line, _ in _failures(g.report)}) == [
+        ("dtoh_sync", offload), ("htod_sync", onload)
+    ]  # fmt: skip
+    for param in model.parameters():  # clean twin: onloaded before the step, which then copies nothing
+        param.data = param.data.to(device)
+    assert weight.device == device and isinstance(weight, torch.nn.Parameter) and weight.requires_grad
+    with nosync_guard(backend="emulate") as g, g.step():
+        model(torch.ones(1, 4, device=device))
+    assert g.report.failures == []
+
+
+def test_a_copy_to_the_meta_device_reads_no_value(device: torch.device) -> None:
+    """accelerate's sequential offloading puts each weight back on `meta` after its forward: no value is read (on a
+    GPU no copy runs), so no sync, where a copy to the host is one."""
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        x.to("meta")
+    assert g.report.failures == []
+    with nosync_guard(backend="emulate") as g, g.step():
+        x.to("cpu")
+    assert [f.kind for f in g.report.failures] == ["dtoh_sync"]
+
+
 # ---- transfers the emulation must judge like a GPU ------------------------------------------------
 def test_non_blocking_copies(device: torch.device) -> None:
     x = torch.ones(4, device=device)
