@@ -120,8 +120,7 @@ SCENARIOS: dict[str, Scenario] = dict(
         _scenario("group_offload_block", "enable_group_offload(offload_type='block_level'): groups of blocks onloaded "
                   "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000)),
         _scenario("group_offload_leaf_stream", "enable_group_offload(offload_type='leaf_level', use_stream=True): "
-                  "leaves prefetched on a CUDA stream", "group_offload",
-                  cuda_only="group offloading with streams needs a device whose backend implements streams (CUDA)"),
+                  "leaves prefetched on a CUDA stream", "group_offload"),
         _scenario("layerwise_casting", "enable_layerwise_casting(storage_dtype=float8_e4m3fn): weights stored in fp8, "
                   "cast to the compute dtype per layer", "layerwise_casting",
                   storage_dtype=Param("float8_e4m3fn", choices=("float8_e4m3fn", "float8_e5m2"))),

@@ -1,4 +1,5 @@
-"""Explicit synchronizations: `torch.cuda.synchronize()`, `Event.synchronize()`, `torch.accelerator.synchronize()`.
+"""Explicit synchronizations: `torch.cuda.synchronize()`, `Event.synchronize()`, `torch.accelerator.synchronize()`,
+and the emulated device's `synchronize()` (its streams' `synchronize()` calls it).
 
 Sync debug mode does not flag these (they are asked for, not hidden), yet one in a step stalls the
 pipeline just the same. The functions are wrapped for the guarded block and put back after it.
@@ -12,6 +13,7 @@ from typing import Any
 import torch
 
 from .. import attribution, hints
+from ..emulation.identity import DEVICE_TYPE
 from ..findings import Kind
 from ..guard_options import GuardOptions
 from ..patching import Patches
@@ -25,6 +27,9 @@ def _targets() -> list[tuple[Any, str]]:
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "synchronize"):
         targets.append((accelerator, "synchronize"))
+    emulated = getattr(torch, DEVICE_TYPE, None)  # the emulated device's module, once installed: its streams call it
+    if emulated is not None:
+        targets.append((emulated, "synchronize"))
     return targets
 
 

@@ -29,6 +29,8 @@ from torch.overrides import TorchFunctionMode
 from ..patching import Patches
 from . import syncs, tensor
 from .device import generator as emulated_generator
+from .streams import Event
+from .streams import Stream as _Stream
 
 _TO = {torch.Tensor.to}
 _CUDA = {torch.Tensor.cuda}
@@ -71,62 +73,10 @@ def pin(host: torch.Tensor) -> torch.Tensor:
     return host
 
 
-class Event:
-    """torch.cuda.Event on the emulated device: work is done when the call returns, so an event is always complete.
-    `synchronize()` still waits on a GPU, and is a finding inside a guarded step."""
+class Stream(_Stream):
+    """torch.cuda.Stream on the emulated device: its `synchronize()` is torch.cuda's."""
 
-    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
-        self.enable_timing = enable_timing
-        self._time: float | None = None
-
-    def record(self, stream: Any = None) -> None:
-        import time
-
-        self._time = time.perf_counter()
-
-    def wait(self, stream: Any = None) -> None:
-        pass
-
-    def query(self) -> bool:
-        return True
-
-    def synchronize(self) -> None:
-        pass
-
-    def elapsed_time(self, end_event: Event) -> float:
-        if self._time is None or end_event._time is None:
-            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
-        return (end_event._time - self._time) * 1e3
-
-
-class Stream:
-    """torch.cuda.Stream on the emulated device: one in-order stream; `synchronize()` is a finding in a step."""
-
-    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
-        self.device = tensor._DEVICE
-
-    def synchronize(self) -> None:
-        torch.cuda.synchronize()  # waits for the device, as a GPU stream's does (and is seen as such)
-
-    def wait_stream(self, stream: Any) -> None:
-        pass
-
-    def wait_event(self, event: Any) -> None:
-        pass
-
-    def record_event(self, event: Event | None = None) -> Event:
-        event = event or Event()
-        event.record(self)
-        return event
-
-    def query(self) -> bool:
-        return True
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
+    namespace = "cuda"
 
 
 def _generator_class(original: type) -> type:

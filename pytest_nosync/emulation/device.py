@@ -19,12 +19,13 @@ diffusers and transformers test for and treat specially).
 
 from __future__ import annotations
 
+import contextlib
 import types
 from typing import Any
 
 import torch
 
-from . import kernels, tensor
+from . import kernels, streams, tensor
 from .identity import DEVICE_TYPE, is_emulated
 
 __all__ = ["DEVICE_TYPE", "EmulationUnavailable", "generator", "install", "is_emulated", "unavailable_reason"]
@@ -89,8 +90,15 @@ def generator(seed: int | None = None) -> torch.Generator:
     return gen
 
 
+class DeviceStream(streams.Stream):
+    """A stream of the device's own module: its `synchronize()` is `torch.emu.synchronize`."""
+
+    namespace = DEVICE_TYPE
+
+
 def _device_module() -> types.ModuleType:
     module = types.ModuleType(f"torch.{DEVICE_TYPE}", "pytest-nosync's emulated accelerator (computes on the CPU)")
+    current = DeviceStream()
     functions = {
         "is_available": lambda: False,  # never chosen as "the accelerator" by code that looks for one
         "is_initialized": lambda: True,
@@ -102,6 +110,12 @@ def _device_module() -> types.ModuleType:
         "manual_seed": lambda seed: None,
         "manual_seed_all": lambda seed: None,
         "get_amp_supported_dtype": lambda: [torch.float16, torch.bfloat16],
+        # streams, for code that prefetches on one (diffusers' group offloading with use_stream=True)
+        "Stream": DeviceStream,
+        "Event": streams.Event,
+        "stream": lambda stream=None: contextlib.nullcontext(stream),
+        "current_stream": lambda device=None: current,
+        "default_stream": lambda device=None: current,
     }
     for name, fn in functions.items():
         setattr(module, name, fn)

@@ -131,6 +131,30 @@ def test_a_parameter_handed_device_data_moves_whole_and_its_copies_are_syncs(dev
     assert g.report.failures == []
 
 
+def prefetch(x: torch.Tensor, device: torch.device, wait: bool) -> torch.Tensor:
+    """What diffusers' group offloading with use_stream=True does: prefetch on a side stream of the device's own
+    module (`torch.get_device_module`), then wait for it, on the host or as a stream wait."""
+    module = torch.get_device_module(device.type)
+    side = module.Stream()
+    with module.stream(side):
+        y = x * 2
+    if wait:
+        side.synchronize()  # host waits
+    else:
+        module.current_stream().wait_stream(side)  # the device waits: no sync
+    return y
+
+
+def test_a_stream_of_the_device_module_synchronized_in_a_step_is_a_device_sync(device: torch.device) -> None:
+    x = torch.ones(4, device=device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        prefetch(x, device, wait=True)
+    assert [(f.kind, f.lineno) for f in g.report.failures] == [("device_sync", _line(prefetch, "host waits"))]
+    with nosync_guard(backend="emulate") as g, g.step():  # the clean twin: a stream wait, as PR #13502 proposes
+        prefetch(x, device, wait=False)
+    assert g.report.failures == []
+
+
 def test_a_copy_to_the_meta_device_reads_no_value(device: torch.device) -> None:
     """accelerate's sequential offloading puts each weight back on `meta` after its forward: no value is read (on a
     GPU no copy runs), so no sync, where a copy to the host is one."""
