@@ -70,7 +70,7 @@ def test_the_planted_sleep_is_the_longest_host_work_of_its_step(pipe: TinyPipeli
     assert hot.name == "<built-in function sleep>" and hot.self_ms >= 19
     assert hot.host.where.endswith("tiny_pipeline.py:22")  # slow_host_work's def line
     assert hot.host.region == "scheduler_step"
-    assert diagnosis.step(0).hotspots[0].self_ms < 10
+    assert hot.name not in {h.name for h in diagnosis.step(0).hotspots}  # step 1's alone (no time bound: load varies)
     assert diagnosis.step(1).max_ms_between_denoiser_calls >= 20
     assert {r.name for r in diagnosis.regions} >= {"transformer_forward", "scheduler_step", "vae_decode"}
     assert not diagnosis.gpu and any("no GPU activity" in n for n in diagnosis.notes)
