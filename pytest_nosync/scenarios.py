@@ -47,8 +47,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One feature turned on, with its parameters. `cuda_only`: why it cannot run on another device (streams, CUDA
-    kernels, dynamo): not applicable there, for that reason (docs/emulation.md lists them)."""
+    """One feature turned on, with its parameters. `cuda_only`: why it cannot run on another device (CUDA kernels,
+    dynamo): not applicable there, for that reason (docs/emulation.md lists them)."""
 
     name: str
     help: str

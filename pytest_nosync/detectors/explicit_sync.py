@@ -29,8 +29,9 @@ def _targets() -> list[tuple[Any, str]]:
         targets.append((accelerator, "synchronize"))
     emulated = getattr(torch, DEVICE_TYPE, None)  # the emulated device's module, once installed: its streams call it
     if emulated is not None:
-        targets.append((emulated, "synchronize"))
-    return targets
+        targets += [(emulated, "synchronize"), (emulated.Event, "synchronize")]
+    # once each: under the CUDA mapping torch.cuda.Event is the emulated device's Event class, wrapped twice otherwise
+    return list({(id(owner), name): (owner, name) for owner, name in targets}.values())
 
 
 class ExplicitSyncDetector(Detector):

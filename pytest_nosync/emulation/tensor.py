@@ -124,14 +124,14 @@ _TENSOR_DATA = torch._C.TensorBase.data
 def to_device(tensor: torch.Tensor, new: EmulatedTensor) -> None:
     """`tensor.data = new` for a host tensor and device data, as a GPU does it: the same Python object, now on the
     device, sharing `new`'s values. A plain tensor's TensorImpl cannot take a wrapper's, so the object changes sides
-    whole: its TensorImpl swapped for a fresh wrapper's, its class for EmulatedTensor. Identity, requires_grad and
-    being a Parameter (`isinstance` reads `_is_param` on tensor subclasses) stay what they were."""
+    whole: its class for EmulatedTensor, its TensorImpl for a fresh wrapper's. Identity, requires_grad and being a
+    Parameter (`isinstance` reads `_is_param` on tensor subclasses) stay what they were; a gradient does not follow
+    (the features that move parameters so, offloading, run without one)."""
     requires_grad, host_class = tensor.requires_grad, tensor.__class__
-    torch._C._swap_tensor_impl(tensor, EmulatedTensor(new._raw))
-    tensor.__class__ = EmulatedTensor
+    _swap_sides(tensor, EmulatedTensor, EmulatedTensor(new._raw))
     tensor._raw = new._raw
     tensor._host_class = host_class  # type: ignore[attr-defined]
-    if isinstance(host_class, type) and issubclass(host_class, torch.nn.Parameter):
+    if issubclass(host_class, torch.nn.Parameter):
         tensor._is_param = True  # type: ignore[attr-defined]
     tensor.requires_grad_(requires_grad)
 
@@ -139,14 +139,25 @@ def to_device(tensor: torch.Tensor, new: EmulatedTensor) -> None:
 def to_host(tensor: EmulatedTensor, new: torch.Tensor) -> None:
     """`tensor.data = new` for a device tensor and host data: the way back of `to_device`, to the class the tensor
     had on the host (a Parameter when it is one)."""
-    requires_grad = tensor.requires_grad
-    state = tensor.__dict__
-    host_class = state.pop("_host_class", torch.nn.Parameter if state.get("_is_param") else torch.Tensor)
-    torch._C._swap_tensor_impl(tensor, new.detach())  # detach(): an alias of new's values, as `.data =` shares them
-    tensor.__class__ = host_class
-    state.pop("_raw", None)
-    state.pop("_is_param", None)
+    requires_grad, state = tensor.requires_grad, tensor.__dict__
+    host_class = state.get("_host_class", torch.nn.Parameter if state.get("_is_param") else torch.Tensor)
+    _swap_sides(tensor, host_class, new.detach())  # detach(): an alias of new's values, as `.data =` shares them
+    for name in ("_raw", "_host_class", "_is_param"):
+        state.pop(name, None)
     tensor.requires_grad_(requires_grad)
+
+
+def _swap_sides(tensor: torch.Tensor, cls: type, impl_of: torch.Tensor) -> None:
+    """Give `tensor` the class `cls` and the TensorImpl of `impl_of`, or leave it as it was: the class first (Python
+    refuses a class of another layout before anything changed), the TensorImpl then, the class put back if that
+    fails."""
+    before = tensor.__class__
+    tensor.__class__ = cls
+    try:
+        torch._C._swap_tensor_impl(tensor, impl_of)
+    except BaseException:
+        tensor.__class__ = before
+        raise
 
 
 def accept_device_data() -> Any:

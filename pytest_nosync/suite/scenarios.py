@@ -155,8 +155,19 @@ def _group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: to
             module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="block_level",
                                         num_blocks_per_group=scenario.value("num_blocks_per_group"))  # fmt: skip
         else:
+            if device.type != "cuda" and not _pins(device):
+                raise NotApplicable(f"{scenario.name}: its prefetch pins host memory, which {device.type} does "
+                                    "only under the CUDA mapping (--nosync-map-cuda on)")  # fmt: skip
             module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="leaf_level",
                                         use_stream=True)  # fmt: skip
+
+
+def _pins(device: torch.device) -> bool:
+    """Whether `pin_memory()` works for `device`: on the emulated one, only the CUDA mapping makes it (a marked host
+    tensor, so that a non_blocking copy from it is free, as on a GPU)."""
+    from ..emulation import cuda_map, is_emulated
+
+    return not is_emulated(device) or cuda_map.active()
 
 
 # ---- casting, compiling, attention, adapters -----------------------------------------------------------------------

@@ -140,19 +140,50 @@ def prefetch(x: torch.Tensor, device: torch.device, wait: bool) -> torch.Tensor:
         y = x * 2
     if wait:
         side.synchronize()  # host waits
+        module.Event().synchronize()  # host waits for an event
     else:
         module.current_stream().wait_stream(side)  # the device waits: no sync
     return y
 
 
-def test_a_stream_of_the_device_module_synchronized_in_a_step_is_a_device_sync(device: torch.device) -> None:
+@pytest.mark.parametrize("map_cuda", [True, False])  # torch.cuda.Event is the device's Event class under the mapping
+def test_a_stream_of_the_device_module_synchronized_in_a_step_is_a_device_sync(
+    device: torch.device, map_cuda: bool
+) -> None:
     x = torch.ones(4, device=device)
-    with nosync_guard(backend="emulate") as g, g.step():
+    with nosync_guard(backend="emulate", map_cuda=map_cuda) as g, g.step():
         prefetch(x, device, wait=True)
-    assert [(f.kind, f.lineno) for f in g.report.failures] == [("device_sync", _line(prefetch, "host waits"))]
-    with nosync_guard(backend="emulate") as g, g.step():  # the clean twin: a stream wait, as PR #13502 proposes
+    assert [(f.kind, f.lineno) for f in g.report.failures] == [
+        ("device_sync", _line(prefetch, "host waits")), ("device_sync", _line(prefetch, "host waits for an event"))
+    ]  # fmt: skip
+    with nosync_guard(backend="emulate", map_cuda=map_cuda) as g, g.step():  # clean twin: a stream wait (PR #13502)
         prefetch(x, device, wait=False)
     assert g.report.failures == []
+
+
+class SlottedParameter(torch.nn.Parameter):
+    __slots__ = ("tag",)  # another layout than the emulated device's tensors: Python refuses to swap their classes
+
+
+def test_a_tensor_that_cannot_move_whole_is_left_as_it_was(device: torch.device) -> None:
+    param = SlottedParameter(torch.ones(3))
+    with pytest.raises(TypeError):
+        param.data = torch.zeros(3, device=device)
+    assert type(param) is SlottedParameter and param.device.type == "cpu" and param.requires_grad
+    assert torch.equal(param.detach() * 2, torch.full((3,), 2.0))  # still a working host tensor
+
+
+def test_group_offloading_on_a_stream_needs_the_cuda_mapping_to_pin(device: torch.device) -> None:
+    """diffusers pins host memory for the stream's prefetch; the emulated device pins only under the CUDA mapping
+    (which this test process does not install): not applicable, with the reason and the option that makes it run."""
+    from pytest_nosync.emulation import cuda_map
+    from pytest_nosync.scenarios import SCENARIOS
+    from pytest_nosync.suite.scenarios import NotApplicable, apply
+
+    assert not cuda_map.active()
+    pipe = build_pipeline(TARGETS["flux"], device, torch.float32)
+    with pytest.raises(NotApplicable, match=r"pins host memory.*--nosync-map-cuda on"):
+        apply(SCENARIOS["group_offload_leaf_stream"], pipe, "transformer", device)
 
 
 def test_a_copy_to_the_meta_device_reads_no_value(device: torch.device) -> None:
