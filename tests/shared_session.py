@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -31,7 +32,7 @@ class SharedSession:
 
 def run(root: Path, *args: str, first_on_path: Iterable[Path] = (), unset: Iterable[str] = ()) -> SharedSession:
     """`python -m pytest -rA ARGS` in `root`, with `first_on_path` ahead of root on PYTHONPATH and `unset` removed
-    from the environment."""
+    from the environment (which `once` gives the run's cache home)."""
     removed = {"PYTEST_ADDOPTS", *unset}
     env = {k: v for k, v in os.environ.items() if k not in removed}
     path = os.pathsep.join(filter(None, [*map(str, first_on_path), str(root), env.get("PYTHONPATH")]))
@@ -45,19 +46,25 @@ def run(root: Path, *args: str, first_on_path: Iterable[Path] = (), unset: Itera
     )
 
 
-def once(factory: pytest.TempPathFactory, name: str, start: Callable[[Path], SharedSession]) -> SharedSession:
+def once(
+    factory: pytest.TempPathFactory, name: str, start: Callable[[Path], SharedSession], cache_home: Path
+) -> SharedSession:
     """The session `start` runs in the directory it is given, once per test run: xdist hands a module's tests to
     either worker, and a module-scoped fixture would run it in each. The first worker to need it runs it (the other
-    waits on its lock) and leaves its outcome for the other to read."""
+    waits on its lock) and leaves its outcome for the other to read. `cache_home`: where the run keeps the hub
+    stand-ins (tests/conftest.py's `shared_cache_home`), as for pytester's sessions."""
     run_dir = factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         run_dir = run_dir.parent  # the run's, above each worker's own
     root = run_dir / f"shared-{name}"
-    root.mkdir(exist_ok=True)
     with FileLock(f"{root}.lock"):
         saved = root / "outcome.json"
         if not saved.exists():
-            result = start(root).result
+            shutil.rmtree(root, ignore_errors=True)  # what a start that raised left behind
+            root.mkdir()
+            with pytest.MonkeyPatch.context() as env:
+                env.setenv("XDG_CACHE_HOME", str(cache_home))
+                result = start(root).result
             saved.write_text(json.dumps({"ret": int(result.ret), "out": result.outlines, "err": result.errlines}))
         outcome = json.loads(saved.read_text())
     return SharedSession(pytest.RunResult(outcome["ret"], outcome["out"], outcome["err"], 0.0), root)

@@ -25,14 +25,16 @@ def gpus(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def plain_run(tmp_path_factory: pytest.TempPathFactory) -> SharedSession:
+def plain_run(tmp_path_factory: pytest.TempPathFactory, shared_cache_home: Path) -> SharedSession:
     """Most of these tests need nothing but a two-worker session: one session serves them all. Its three interpreters'
     start (torch imported in each) is what such a test costs, not its assertions."""
-    return shared_session.once(tmp_path_factory, "plain-xdist", _plain_run)
+    return shared_session.once(tmp_path_factory, "plain-xdist", _plain_run, shared_cache_home)
 
 
 def _plain_run(root: Path) -> SharedSession:
-    modules = {"test_many": MANY_REPORTS, "test_guarded": GUARDED, "test_known": BASELINED, "test_threads": THREADS}
+    # test_first_reports first in collection order: xdist's first handout gives some of its tests to each worker
+    modules = {"test_first_reports": MANY_REPORTS, "test_guarded": GUARDED, "test_known": BASELINED,
+               "test_threads": THREADS}  # fmt: skip
     for name, source in modules.items():
         (root / f"{name}.py").write_text(source)
     (root / "base.json").write_text(
@@ -144,17 +146,17 @@ def test_report(i, nosync):
 
 @pytest.mark.slow
 def test_one_merged_report_without_loss_or_duplicates(plain_run: SharedSession) -> None:
-    assert plain_run.outcomes(" test_many.py::") == {"failed": 6}
+    assert plain_run.outcomes(" test_first_reports.py::") == {"failed": 6}
     doc = json.loads((plain_run.path / "report.json").read_text())
-    ids = [t["test_id"] for t in doc["tests"] if t["test_id"].startswith("test_many.py")]
+    ids = [t["test_id"] for t in doc["tests"] if t["test_id"].startswith("test_first_reports.py")]
     assert ids == sorted(ids) and len(ids) == 6
     # Each test carries exactly its own finding: nothing leaked from another test or worker.
     for test in doc["tests"]:
-        if test["test_id"].startswith("test_many.py"):
+        if test["test_id"].startswith("test_first_reports.py"):
             i = int(test["test_id"].split("[")[1].rstrip("]"))
             assert [f["where"] for f in test["findings"]] == [f"/src/test_{i}.py:{i + 1}"]
-    assert {t["target"] for t in doc["tests"] if t["test_id"].startswith("test_many.py")} == {"gw0", "gw1"}
-    assert plain_run.result.stdout.str().count("FAIL test_many.py") == 6
+    assert {t["target"] for t in doc["tests"] if t["test_id"].startswith("test_first_reports.py")} == {"gw0", "gw1"}
+    assert plain_run.result.stdout.str().count("FAIL test_first_reports.py") == 6
 
 
 GUARDED = """
@@ -249,7 +251,7 @@ def test_loadgroup_units_do_not_depend_on_xdist_rewriting_node_ids(nodeid: str, 
 def test_a_run_stores_the_seconds_of_each_target_for_the_next(plain_run: SharedSession) -> None:
     costs = json.loads((plain_run.path / ".pytest_cache" / "v" / "nosync" / "seconds_per_target").read_text())
     # keyed by the work unit its tests were scheduled in: a target's plain tests, each scenario of it
-    many = {k for k in costs if k.startswith("gw")}  # test_many.py's targets are the workers
+    many = {k for k in costs if k.startswith("gw")}  # test_first_reports.py's targets are the workers
     assert many <= {"gw0", "gw1", "gw0-first_block_cache", "gw1-first_block_cache"}, costs
     assert {k.split("-")[0] for k in many} == {"gw0", "gw1"} and any(k.endswith("first_block_cache") for k in many)
     assert "demo" in costs and all(seconds >= 0 for seconds in costs.values())
@@ -285,8 +287,8 @@ def test_workers_keep_the_threads_omp_num_threads_says(pytester: pytest.Pytester
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one worker: the cores rule would give it every core
     pytester.makepyfile(THREADS)
     pytester.runpytest_subprocess("--nosync", "-n", "1", "-p", "no:cacheprovider").assert_outcomes(passed=2)
-    assert {f.read_text() for f in pytester.path.parent.rglob("gw*.threads")} == {"1"}
-    assert {f.read_text() for f in pytester.path.parent.rglob("gw*.child-threads")} == {"1"}
+    assert {f.read_text() for f in pytester.path.glob("gw*.threads")} == {"1"}
+    assert {f.read_text() for f in pytester.path.glob("gw*.child-threads")} == {"1"}
 
 
 def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: pytest.Pytester) -> None:
