@@ -95,7 +95,7 @@ ATTENTION_BACKENDS = (
     ("flash", "flash", "flash-attn runs on CUDA only"),
     ("sage", "sage", "SageAttention runs on CUDA only"),
     ("xformers", "xformers", "xformers' kernels run on CUDA only"),
-    ("flex", "flex", "FlexAttention needs a CUDA or CPU tensor, not the emulated device's"),
+    ("flex", "flex", "torch's FlexAttention takes CUDA, CPU, HPU or MPS tensors, not the emulated device's"),
 )
 
 SCENARIOS: dict[str, Scenario] = dict(
