@@ -155,7 +155,7 @@ def _group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: to
             module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="block_level",
                                         num_blocks_per_group=scenario.value("num_blocks_per_group"))  # fmt: skip
         else:
-            if device.type != "cuda" and not _pins(device):
+            if not _pins(device):
                 raise NotApplicable(f"{scenario.name}: its prefetch pins host memory, which {device.type} does "
                                     "only under the CUDA mapping (--nosync-map-cuda on)")  # fmt: skip
             module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="leaf_level",
