@@ -186,6 +186,22 @@ def test_group_offloading_on_a_stream_needs_the_cuda_mapping_to_pin(device: torc
         apply(SCENARIOS["group_offload_leaf_stream"], pipe, "transformer", device)
 
 
+def test_sequential_offloading_copies_each_weight_in_and_reads_none_back(device: torch.device) -> None:
+    """accelerate's sequential offloading, run for real: each weight kept on `meta`, copied in from the host before
+    its module's forward (an htod sync in accelerate, as on a GPU), put back on `meta` after (no sync), the parameter
+    rebuilt by its own class each way (`type(param)(value, requires_grad=...)`)."""
+    accelerate = pytest.importorskip("accelerate")
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(8, 1))
+    accelerate.cpu_offload(model, execution_device=device)
+    with nosync_guard(backend="emulate") as g, g.step():
+        out = model(torch.ones(1, 4, device=device))
+    assert out.device == device and {p.device.type for p in model.parameters()} == {"meta"}
+    assert isinstance(model[0].weight, torch.nn.Parameter)
+    places = {(f.kind, f.filename.replace(os.sep, "/").rsplit("/", 3)[-3:][0]) for f in g.report.failures}
+    assert places == {("htod_sync", "accelerate")}, g.report.failures
+    assert sum(f.count for f in g.report.failures) == 4  # two weights and two biases, each copied in once
+
+
 def test_a_copy_to_the_meta_device_reads_no_value(device: torch.device) -> None:
     """accelerate's sequential offloading puts each weight back on `meta` after its forward: no value is read (on a
     GPU no copy runs), so no sync, where a copy to the host is one."""
