@@ -7,9 +7,11 @@ from __future__ import annotations
 import gc
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.twins import loop_pipeline
 
@@ -833,3 +835,85 @@ def test_a_prelude_the_tester_gives_runs_before_its_pipeline(pytester: pytest.Py
     tests = json.loads((pytester.path / "r.json").read_text())["tests"]
     assert {t["check"]: t["steps"] for t in tests} == {"syncs": 2, "graph_breaks": 2, "alloc_growth": 3,
                                                         "host_overhead": 2}  # fmt: skip
+
+
+DETERMINISM_PIPELINE = """import torch
+
+from tests.twins.loop_pipeline import LoopPipeline
+
+
+class DeterminismReadingPipeline(LoopPipeline):
+    def _iteration(self, latents, t, read_early, fail):
+        if torch.are_deterministic_algorithms_enabled():
+            latents = latents * float(latents.sum())  # twin: a path only deterministic algorithms take
+        return super()._iteration(latents, t, read_early, fail)
+"""
+DETERMINISM_TESTER = """
+import unittest
+
+import torch
+
+from determinism import DeterminismReadingPipeline
+from tests.twins.loop_pipeline import Denoiser, Scheduler
+
+torch.use_deterministic_algorithms(True)  # what diffusers' enable_full_determinism() does at import
+
+
+class DeterminismReadingPipelineFastTests(unittest.TestCase):
+    pipeline_class = DeterminismReadingPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+"""
+
+
+def test_a_testers_checks_run_with_torchs_defaults_whatever_its_module_set(pytester: pytest.Pytester) -> None:
+    """A test module that switches deterministic algorithms on at import (as diffusers' do, and Z-Image's switch them
+    off) decided which path its pipeline's checks took, so a family run and a full census disagreed. The checks run
+    with them off, and the module's setting is back once they ran."""
+    pytester.syspathinsert()
+    pytester.makepyfile(determinism=DETERMINISM_PIPELINE, test_determinism=DETERMINISM_TESTER)
+    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+        assert torch.are_deterministic_algorithms_enabled()  # the module's own setting, kept after the check
+    finally:
+        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
+    result.assert_outcomes(passed=1)
+    assert "dtoh_sync" not in result.stdout.str()
+
+
+def test_the_determinism_path_is_a_sync_the_check_finds_when_taken(pytester: pytest.Pytester) -> None:
+    """The bug twin of the test above: the same pipeline with deterministic algorithms on fails at the line that
+    path reads, so the clean verdict above is the setting's doing, not a check that did not look."""
+    from pytest_nosync import execution_device, nosync_guard
+
+    device = execution_device("emulate")
+    pytester.syspathinsert()
+    pytester.makepyfile(determinism=DETERMINISM_PIPELINE)
+    import determinism
+
+    torch.manual_seed(0)
+    pipe = determinism.DeterminismReadingPipeline(loop_pipeline.Denoiser(), loop_pipeline.Scheduler())
+    pipe.transformer.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        with torch.no_grad(), nosync_guard(pipe, checks=("syncs",), backend="emulate") as g:
+            pipe(latents=loop_pipeline.latents(device), num_inference_steps=2)
+    finally:
+        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
+        sys.modules.pop("determinism", None)
+    line = (
+        DETERMINISM_PIPELINE.splitlines().index(
+            "            latents = latents * float(latents.sum())  # twin: a path only deterministic algorithms take"
+        )
+        + 1
+    )
+    failing = [(f.kind, os.path.basename(f.where.file), f.where.line) for f in g.report.findings if f.phase == "step"]
+    assert failing and set(failing) == {("dtoh_sync", "determinism.py", line)}
