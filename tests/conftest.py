@@ -23,7 +23,7 @@ def _import_ahead_of_in_process_runs() -> None:
     FirstBlockCacheConfig is not supported"), in tests that failed or passed by the order xdist gave them. Made for
     processes that may run tests in-process, at this file's load (some tests run a library block in a snapshot of
     sys.modules without pytester): not in xdist's controller, which runs no test, nor in a run of the slow tests, which
-    start processes of their own. Nine seconds of imports each."""
+    start processes of their own, nor in a run that only collects. Nine seconds of imports each."""
     import diffusers.hooks
     import diffusers.models.cache_utils
     import diffusers.pipelines.pipeline_utils  # noqa: F401  (the marker finds a test's pipeline by its base class)
@@ -33,7 +33,7 @@ def _import_ahead_of_in_process_runs() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
-    if not controller and config.option.markexpr != "slow":
+    if not controller and config.option.markexpr != "slow" and not config.option.collectonly:
         _import_ahead_of_in_process_runs()
 
 
