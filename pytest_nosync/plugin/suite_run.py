@@ -204,14 +204,13 @@ class SuiteRun:
         from ..step_cost import default_rounds, identify_sites
         from ..suite.measure import loop_place, measure, metrics_steps
         from ..suite.scenarios import calls_context
-        from ..suite.torch_defaults import torch_defaults
 
         ctx, config = self.call_context, self.session.config
         pipe = self.pipeline(target, ctx.device, ctx.dtype, scenario)
         options = self.session.guard_options(item, "step_metrics", target.name, scenario.name, denoiser=target.denoiser)
         steps = metrics_steps(ctx.steps)
         counted = self.helpers.counted(item.nodeid, options, steps) if self.helpers is not None else None
-        with torch_defaults(), calls_context(scenario):
+        with calls_context(scenario):
             report = measure(
                 pipe, target.kwargs_by_steps(pipe, ctx), options, steps=steps,
                 rounds=self.settings.metrics_rounds or default_rounds(options.backend),

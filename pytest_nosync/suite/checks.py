@@ -22,6 +22,7 @@ from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..policy import add_not_checked
 from .guarded_call import error_report, guarded_call
+from .torch_defaults import torch_defaults
 
 CallKwargs = Callable[[int], dict[str, Any]]  # steps → fresh kwargs of a realistic call
 
@@ -55,6 +56,7 @@ def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
 _warm: set[int] = set()  # ids of the pipelines called once already (an id leaves the set with its pipeline)
 
 
+@torch_defaults()
 def warm(pipe: Any, call_kwargs: CallKwargs, steps: int) -> None:
     """One plain call on a pipeline's first use: first-call work (lazy initialisation, caches, cuDNN autotuning, CUDA
     context) is not what a step costs. Once per pipeline: its checks share it, and a second warm-up per check would

@@ -21,6 +21,7 @@ from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import judge
 from ..run_report import diffusers_version
+from .torch_defaults import torch_defaults
 
 attribution.user_code(suite.user_code)  # the suite's test modules and target builders are blamed, not skipped
 
@@ -30,6 +31,7 @@ ERROR_HINT = "the code under test raised: fix it upstream, or list it in the bas
 Kwargs = dict[str, Any] | Callable[[], dict[str, Any]]
 
 
+@torch_defaults()
 def guarded_call(
     pipe: Any,
     kwargs: Kwargs,

@@ -24,6 +24,7 @@ from ..guard_options import GuardOptions
 from ..run_report import environment
 from .checks import CallKwargs, warm
 from .guarded_call import error_report, guarded_call
+from .torch_defaults import torch_defaults
 
 Repeat = Callable[[Callable[[], None], int], None]  # (one timed call, rounds) → runs it `rounds` times
 
@@ -59,6 +60,7 @@ def counting(options: GuardOptions, steps: int, *, timed: bool = False) -> Guard
     return replace(options, checks=checks, ops_steps=(STEADY_FROM, steps - 1))
 
 
+@torch_defaults()
 def _warm_up(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, steps: int, names: dict) -> Report | None:
     """The pipeline's warm-up call (once per pipeline), then one plain call of the measured call itself; the failing
     report when either raised. A pipeline keeps state from its last call into the next (UniPC's `timestep_list` holds

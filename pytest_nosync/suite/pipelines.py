@@ -22,7 +22,6 @@ from ..scenarios import PLAIN, SCENARIOS, Scenario
 from .checks import CallKwargs, run_check
 from .guarded_call import error_report
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
-from .torch_defaults import torch_defaults
 
 
 @dataclass
@@ -68,11 +67,11 @@ def check(
     target: str = "",
 ) -> Report:
     """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
-    raised, as the report of that check; its calls run with torch's defaults (suite.torch_defaults)."""
+    raised, as the report of that check."""
     if prepared.error is not None:
         report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
     else:
-        with torch_defaults(), calls_context(prepared.scenario):
+        with calls_context(prepared.scenario):
             report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
                                test_id=test_id, target=target)  # fmt: skip
     report.scenario = prepared.scenario.name
