@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,19 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
     if not controller and config.option.markexpr != "slow" and not config.option.collectonly:
         _import_ahead_of_in_process_runs()
+
+
+@pytest.fixture
+def deterministic_algorithms_restored() -> Iterator[None]:
+    """The process's deterministic-algorithms setting (and its warn-only flag) put back after the test, whatever the
+    test or the modules it ran set."""
+    import torch  # here: this file's load imports no torch (xdist's controller, the slow tests' runs)
+
+    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
 
 
 @pytest.fixture

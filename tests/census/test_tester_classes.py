@@ -871,22 +871,20 @@ class DeterminismReadingPipelineFastTests(unittest.TestCase):
 """
 
 
+@pytest.mark.usefixtures("deterministic_algorithms_restored")
 def test_a_testers_checks_run_with_torchs_defaults_whatever_its_module_set(pytester: pytest.Pytester) -> None:
     """A test module that switches deterministic algorithms on at import (as diffusers' do, and Z-Image's switch them
     off) decided which path its pipeline's checks took, so a family run and a full census disagreed. The checks run
     with them off, and the module's setting is back once they ran."""
     pytester.syspathinsert()
     pytester.makepyfile(determinism=DETERMINISM_PIPELINE, test_determinism=DETERMINISM_TESTER)
-    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    try:
-        result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
-        assert torch.are_deterministic_algorithms_enabled()  # the module's own setting, kept after the check
-    finally:
-        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    assert torch.are_deterministic_algorithms_enabled()  # the module's own setting, kept after the check
     result.assert_outcomes(passed=1)
     assert "dtoh_sync" not in result.stdout.str()
 
 
+@pytest.mark.usefixtures("deterministic_algorithms_restored")
 def test_the_determinism_path_is_a_sync_the_check_finds_when_taken(pytester: pytest.Pytester) -> None:
     """The bug twin of the test above: the same pipeline with deterministic algorithms on fails at the line that
     path reads, so the clean verdict above is the setting's doing, not a check that did not look."""
@@ -897,23 +895,14 @@ def test_the_determinism_path_is_a_sync_the_check_finds_when_taken(pytester: pyt
     pytester.makepyfile(determinism=DETERMINISM_PIPELINE)
     import determinism
 
-    torch.manual_seed(0)
-    pipe = determinism.DeterminismReadingPipeline(loop_pipeline.Denoiser(), loop_pipeline.Scheduler())
-    pipe.transformer.to(device)
-    pipe.set_progress_bar_config(disable=True)
-    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    pipeline = determinism.DeterminismReadingPipeline
+    line = loop_pipeline.line_of("a path only deterministic algorithms take", pipeline)
+    pipe = loop_pipeline.build(device, pipeline)
+    torch.use_deterministic_algorithms(True)
     try:
-        torch.use_deterministic_algorithms(True)
         with torch.no_grad(), nosync_guard(pipe, checks=("syncs",), backend="emulate") as g:
             pipe(latents=loop_pipeline.latents(device), num_inference_steps=2)
     finally:
-        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
         sys.modules.pop("determinism", None)
-    line = (
-        DETERMINISM_PIPELINE.splitlines().index(
-            "            latents = latents * float(latents.sum())  # twin: a path only deterministic algorithms take"
-        )
-        + 1
-    )
     failing = [(f.kind, os.path.basename(f.where.file), f.where.line) for f in g.report.findings if f.phase == "step"]
     assert failing and set(failing) == {("dtoh_sync", "determinism.py", line)}

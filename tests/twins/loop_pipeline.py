@@ -181,9 +181,9 @@ class TwoExpertsPipeline(LoopPipeline):
         return latents * 2
 
 
-def build(device: torch.device) -> LoopPipeline:
+def build(device: torch.device, pipeline: type = LoopPipeline) -> LoopPipeline:
     torch.manual_seed(0)
-    pipe = LoopPipeline(Denoiser(), Scheduler())
+    pipe = pipeline(Denoiser(), Scheduler())
     pipe.transformer.to(device)
     pipe.set_progress_bar_config(disable=True)
     return pipe

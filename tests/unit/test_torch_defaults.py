@@ -9,14 +9,11 @@ import torch
 from pytest_nosync.suite.torch_defaults import torch_defaults
 
 
+@pytest.mark.usefixtures("deterministic_algorithms_restored")
 def test_deterministic_algorithms_are_off_inside_and_put_back_after_a_raise() -> None:
-    found = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
-    try:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        with pytest.raises(ValueError, match="the check raised"), torch_defaults():
-            assert not torch.are_deterministic_algorithms_enabled()
-            raise ValueError("the check raised")
-        assert torch.are_deterministic_algorithms_enabled()
-        assert torch.is_deterministic_algorithms_warn_only_enabled()
-    finally:
-        torch.use_deterministic_algorithms(found[0], warn_only=found[1])
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    with pytest.raises(ValueError, match="the check raised"), torch_defaults():
+        assert not torch.are_deterministic_algorithms_enabled()
+        raise ValueError("the check raised")
+    assert torch.are_deterministic_algorithms_enabled()
+    assert torch.is_deterministic_algorithms_warn_only_enabled()
