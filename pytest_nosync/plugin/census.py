@@ -298,6 +298,7 @@ class Census:
         from ..suite.pipelines import Prepared, prepare
         from ..suite.targets.registry import assemble
         from ..suite.testers import NotDrivable, Tester, Uncallable
+        from ..suite.torch_defaults import torch_defaults
 
         tester_class = item.tester_class
         built = self._built.setdefault(tester_class, _Built())
@@ -306,7 +307,8 @@ class Census:
         plain = (str(ctx.device), PLAIN, ())
         if plain not in built.pipelines and built.error is None:
             try:
-                with self._recording(item):
+                # built and calibrated under the checks' torch defaults: a module's determinism decides no call
+                with self._recording(item), torch_defaults():
                     built.tester = built.tester or Tester(tester_class)
                     pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
                     built.tester.prelude(pipe, ctx)
@@ -325,13 +327,14 @@ class Census:
         key = (str(ctx.device), item.scenario.name, tuple(item.scenario.settings().items()))
         if key not in built.pipelines:
             tester = built.tester
-            built.pipelines[key] = prepare(
-                lambda: assemble(tester.pipeline_class, tester.components(), ctx.device, ctx.dtype),
-                item.scenario,
-                self._denoiser(built),
-                ctx.device,
-                then=lambda pipe: tester.prelude(pipe, ctx),
-            )
+            with torch_defaults():
+                built.pipelines[key] = prepare(
+                    lambda: assemble(tester.pipeline_class, tester.components(), ctx.device, ctx.dtype),
+                    item.scenario,
+                    self._denoiser(built),
+                    ctx.device,
+                    then=lambda pipe: tester.prelude(pipe, ctx),
+                )
         prepared = built.pipelines[key]
         if prepared.not_applicable:
             pytest.skip(f"not checkable: {prepared.not_applicable}")

@@ -1,6 +1,7 @@
 """The torch settings every call of a pipeline the project builds runs under (suite.guarded_call's guarded calls and
 the warm-ups before them: the suite's and the census's checks, the step metrics and their counts made ahead, the
-regression cases): torch's own defaults, whatever the modules collected beside them set.
+regression cases; the census's building and calibrating calls): torch's own defaults, whatever the modules collected
+beside them set.
 
 diffusers' test modules switch deterministic algorithms on when they are imported (`enable_full_determinism()`), and
 Z-Image's switch them off again, so the setting a tester's checks ran under depended on which test modules the run

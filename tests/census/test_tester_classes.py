@@ -847,6 +847,13 @@ class DeterminismReadingPipeline(LoopPipeline):
         if torch.are_deterministic_algorithms_enabled():
             latents = latents * float(latents.sum())  # twin: a path only deterministic algorithms take
         return super()._iteration(latents, t, read_early, fail)
+
+
+class DeterminismRefusingPipeline(LoopPipeline):
+    def _iteration(self, latents, t, read_early, fail):
+        if torch.are_deterministic_algorithms_enabled():  # as a CUDA op with no deterministic kernel raises
+            raise RuntimeError("this op does not have a deterministic implementation")
+        return super()._iteration(latents, t, read_early, fail)
 """
 DETERMINISM_TESTER = """
 import unittest
@@ -882,6 +889,35 @@ def test_a_testers_checks_run_with_torchs_defaults_whatever_its_module_set(pytes
     assert torch.are_deterministic_algorithms_enabled()  # the module's own setting, kept after the check
     result.assert_outcomes(passed=1)
     assert "dtoh_sync" not in result.stdout.str()
+
+
+@pytest.mark.usefixtures("deterministic_algorithms_restored")
+def test_a_testers_calibrating_calls_run_with_torchs_defaults_too(pytester: pytest.Pytester) -> None:
+    """The census builds and calibrates a tester's pipeline with calls of its own before any check: a pipeline that
+    raises only with deterministic algorithms on (a CUDA op without a deterministic kernel) was counted as raising
+    when its test module had switched them on, and every check of the class failed."""
+    pytester.syspathinsert()
+    tester = DETERMINISM_TESTER.replace("DeterminismReadingPipeline", "DeterminismRefusingPipeline")
+    pytester.makepyfile(determinism=DETERMINISM_PIPELINE, test_determinism=tester)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "error" not in result.stdout.str()
+
+
+@pytest.mark.usefixtures("deterministic_algorithms_restored")
+def test_the_refusing_pipeline_raises_when_called_with_deterministic_algorithms_on(pytester: pytest.Pytester) -> None:
+    """The bug twin of the test above: the call the census makes, made with them on, raises."""
+    pytester.syspathinsert()
+    pytester.makepyfile(determinism=DETERMINISM_PIPELINE)
+    import determinism
+
+    try:
+        pipe = loop_pipeline.build(torch.device("cpu"), determinism.DeterminismRefusingPipeline)
+        torch.use_deterministic_algorithms(True)
+        with torch.no_grad(), pytest.raises(RuntimeError, match="deterministic implementation"):
+            pipe(latents=loop_pipeline.latents(torch.device("cpu")), num_inference_steps=2)
+    finally:
+        sys.modules.pop("determinism", None)
 
 
 @pytest.mark.usefixtures("deterministic_algorithms_restored")
