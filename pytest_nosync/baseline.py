@@ -23,7 +23,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date
 from typing import Any
 
@@ -162,9 +162,10 @@ class ScopedMatcher:
 
 @dataclass
 class Baseline:
-    entries: list[Entry]
+    entries: list[Entry]  # as loaded: not changed afterwards (the lookups below are computed once per version)
     path: str = ""
     shipped: bool = False  # the package's own, picked up for the built-in suite
+    _by_version: dict[str | None, _Applying] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def load(cls, path: str, shipped: bool = False) -> Baseline:
@@ -192,7 +193,14 @@ class Baseline:
         return sum(1 for e in self.entries if e.where and not e.file)
 
     def applying(self, diffusers_version: str | None) -> list[tuple[int, Entry]]:
-        return [(i, e) for i, e in enumerate(self.entries) if e.applies_to(diffusers_version)]
+        return self._applying(diffusers_version).entries
+
+    def _applying(self, diffusers_version: str | None) -> _Applying:
+        if diffusers_version not in self._by_version:
+            self._by_version[diffusers_version] = _Applying(
+                [(i, e) for i, e in enumerate(self.entries) if e.applies_to(diffusers_version)]
+            )
+        return self._by_version[diffusers_version]
 
     def summary(self, diffusers_version: str | None) -> str:
         """One line for the run's header: which baseline judges the run, and how much of it applies."""
@@ -210,7 +218,9 @@ class Baseline:
                 scenario: str = "plain") -> ScopedMatcher:  # fmt: skip
         """A policy KnownMatcher for one test: the note of the first entry a finding matches."""
         scoped = [
-            (i, e) for i, e in self.applying(diffusers_version) if e.in_scope(test_id, target, check, backend, scenario)
+            (i, e)
+            for i, e in self._applying(diffusers_version).for_target(target)
+            if e.in_scope(test_id, target, check, backend, scenario)
         ]
         return ScopedMatcher(tuple(scoped))
 
@@ -224,8 +234,9 @@ class Baseline:
                 if index is not None:
                     matched.setdefault(index, []).append(f)
         out = []
+        by_target = _by_target(reports)
         for i, entry in self.applying(diffusers_version):
-            if not any(entry.in_scope(r.test_id, r.target, r.check, r.backend, r.scenario) for r in reports):
+            if not _ran(entry, by_target):
                 continue
             if i in matched:
                 lines = sorted({f.lineno for f in matched[i]} - {0})
@@ -234,6 +245,48 @@ class Baseline:
             else:
                 out.append(_unmatched(i, entry))
         return out
+
+
+class _Applying:
+    """The entries that apply to one diffusers version, those of a literal target found by it: a census baseline has
+    thousands of entries, each for one tester class, and its run thousands of tests, so scanning every entry per test
+    (and every test per entry at the end) took minutes."""
+
+    def __init__(self, entries: list[tuple[int, Entry]]) -> None:
+        self.entries = entries
+        self._literal: dict[str, list[tuple[int, Entry]]] = {}
+        self._patterns: list[tuple[int, Entry]] = []
+        for pair in entries:
+            target = pair[1].target
+            if _is_literal(target):
+                self._literal.setdefault(target, []).append(pair)
+            else:
+                self._patterns.append(pair)
+
+    def for_target(self, target: str) -> list[tuple[int, Entry]]:
+        """The entries whose target pattern may match `target`, in the baseline's order (the first match wins)."""
+        literal = self._literal.get(target or "", [])
+        return sorted(literal + self._patterns, key=lambda pair: pair[0]) if self._patterns else literal
+
+
+def _is_literal(pattern: str) -> bool:
+    return not any(c in pattern for c in "*?[")
+
+
+def _by_target(reports: list[Report]) -> dict[str, list[Report]]:
+    out: dict[str, list[Report]] = {}
+    for r in reports:
+        out.setdefault(r.target or "", []).append(r)
+    return out
+
+
+def _ran(entry: Entry, by_target: dict[str, list[Report]]) -> bool:
+    """Whether some report is in the entry's scope (looked up by target where the entry names one)."""
+    if _is_literal(entry.target):
+        candidates: Iterable[Report] = by_target.get(entry.target, [])
+    else:
+        candidates = (r for reports in by_target.values() for r in reports)
+    return any(entry.in_scope(r.test_id, r.target, r.check, r.backend, r.scenario) for r in candidates)
 
 
 def _unmatched(index: int, entry: Entry) -> Review:
@@ -328,12 +381,8 @@ def entries_from(
                not in everywhere}  # fmt: skip
     kept = []
     if previous is not None:
-        ran = {
-            i
-            for i, e in enumerate(previous.entries)
-            if e.applies_to(diffusers_version)
-            and any(e.in_scope(r.test_id, r.target, r.check, r.backend, r.scenario) for r in reports)
-        }
+        by_target = _by_target(reports)
+        ran = {i for i, e in previous.applying(diffusers_version) if _ran(e, by_target)}
         kept = [e for i, e in enumerate(previous.entries) if i not in ran]
     return kept + list(written.values())
 

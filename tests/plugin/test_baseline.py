@@ -132,6 +132,24 @@ def test_entries_are_scoped_by_target_check_and_diffusers_version() -> None:
     assert baseline.matcher("t", "wan", "syncs", "0.42.1")(Finding("dtoh_sync", "/x/sched.py:5")) is None
 
 
+def test_entries_looked_up_by_target_keep_the_baselines_order_and_patterns() -> None:
+    """A census baseline is found by its literal targets; entries with a pattern still apply to every target, and the
+    first entry of the file that matches wins, as when every entry was scanned."""
+    entries = [
+        Entry(where="*/a.py:*", reason="any target", target="*"),
+        Entry(where="*/a.py:*", reason="t1", target="t1"),
+        Entry(where="*/a.py:*", reason="t2", target="t2"),
+        Entry(where="*/a.py:*", reason="t-pattern", target="t?"),
+    ]
+    baseline = Baseline(entries)
+    assert [i for i, _ in baseline.matcher("x", "t1", "syncs", None).scoped] == [0, 1, 3]
+    assert [i for i, _ in baseline.matcher("x", "u", "syncs", None).scoped] == [0]
+    assert baseline.matcher("x", "t2", "syncs", None)(Finding("dtoh_sync", "/x/a.py:5")) == KnownMatch(0, "any target")
+    # at the end: the entries whose scope ran and that matched nothing, the t2 entry's scope did not run
+    reviewed = baseline.review([Report(target="t1", check="syncs")], None)
+    assert [r.index for r in reviewed] == [0, 1, 3]
+
+
 @pytest.mark.parametrize(
     ("spec", "version", "applies"),
     [(">=0.41", "0.40.0.dev0", False), (">=0.40", "0.40.0.dev0", False), (">=0.41", "0.43.0.dev0", True),
