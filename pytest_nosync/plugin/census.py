@@ -27,6 +27,7 @@ import pytest
 from ..census import ids
 from ..census.outcomes import CheckOutcome, Coverage, Verdict, import_error, outcome_of, skipped
 from ..findings import Report
+from ..scenarios import PLAIN
 
 if TYPE_CHECKING:
     from ..scenarios import Scenario
@@ -242,12 +243,19 @@ class Census:
         # A tester's checks run one after another (--dist loadgroup keeps them on one worker): after the last, its
         # pipelines and test instance go, so a run holds one tiny pipeline at a time rather than every one it built.
         # A later check of the same class (another order) builds and calibrates it again.
-        if isinstance(item, TesterCheck) and getattr(nextitem, "tester_class", None) is not item.tester_class:
-            built = self._built.get(item.tester_class)
-            if built is not None:
-                built.pipelines.clear()
-                if built.tester is not None:
-                    built.tester.release()
+        if not isinstance(item, TesterCheck) or (built := self._built.get(item.tester_class)) is None:
+            return
+        if getattr(nextitem, "tester_class", None) is not item.tester_class:
+            built.pipelines.clear()
+            if built.tester is not None:
+                built.tester.release()
+        elif item.scenario.name != PLAIN and nextitem.scenario.name != item.scenario.name:
+            # A class's checks come scenario by scenario: a scenario's pipeline (built afresh) goes when its last check
+            # ran. Kept to the class's end, six of them took a worker past 19 GB (BriaFibo on the CPU) and the OOM
+            # killer took it.
+            for key in [key for key in built.pipelines if key[1] == item.scenario.name]:
+                del built.pipelines[key]
+            gc.collect()  # its hooks hold it in reference cycles; the heap collection left is frozen, so this is quick
 
     def _context(self) -> Any:
         """The suite's call context, in float32 unless --nosync-dtype says otherwise: the testers build their

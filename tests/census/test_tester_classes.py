@@ -878,6 +878,45 @@ class DeterminismReadingPipelineFastTests(unittest.TestCase):
 """
 
 
+COUNTING_PIPELINE = """import pathlib
+import weakref
+
+from tests.twins.loop_pipeline import LoopPipeline
+
+BUILT = []
+
+
+class CountingPipeline(LoopPipeline):
+    def __init__(self, transformer, scheduler):  # named: DiffusionPipeline reads its modules from the signature
+        super().__init__(transformer, scheduler)
+        BUILT.append(weakref.ref(self))
+
+    def __call__(self, *args, **kwargs):  # how many of the class's pipelines are alive at each call
+        with pathlib.Path("alive.txt").open("a") as fh:
+            fh.write(f"{sum(ref() is not None for ref in BUILT)}\\n")
+        return super().__call__(*args, **kwargs)
+"""
+
+
+def test_a_scenarios_pipeline_goes_when_its_last_check_ran(pytester: pytest.Pytester) -> None:
+    """A class's scenario pipelines are built afresh, one per scenario: kept until the class's last check, six of
+    BriaFibo's took a worker of the emulated census past 19 GB. At every call, only the plain pipeline (its calibration)
+    and the current scenario's are alive."""
+    pytester.syspathinsert()
+    tester = DETERMINISM_TESTER.replace("determinism import", "counting import").replace(
+        "DeterminismReading", "Counting"
+    )
+    tester = tester.replace("torch.use_deterministic_algorithms(True)", "")
+    pytester.makepyfile(counting=COUNTING_PIPELINE, test_counting=tester)
+    scenarios = "--nosync-scenarios=plain,layerwise_casting,group_offload_block,model_cpu_offload"
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", scenarios,
+                                "-rA")  # fmt: skip
+    sys.modules.pop("counting", None)
+    result.stdout.fnmatch_lines(["*[[]syncs-layerwise_casting[]]*", "*[[]syncs-group_offload_block[]]*"])
+    alive = [int(n) for n in (pytester.path / "alive.txt").read_text().split()]
+    assert len(alive) >= 6 and max(alive) == 2, alive  # plain's, and the scenario's being checked
+
+
 @pytest.mark.usefixtures("deterministic_algorithms_restored")
 def test_a_testers_checks_run_with_torchs_defaults_whatever_its_module_set(pytester: pytest.Pytester) -> None:
     """A test module that switches deterministic algorithms on at import (as diffusers' do, and Z-Image's switch them
