@@ -110,6 +110,8 @@ def _device_module() -> types.ModuleType:
         "manual_seed": lambda seed: None,
         "manual_seed_all": lambda seed: None,
         "get_amp_supported_dtype": lambda: [torch.float16, torch.bfloat16],
+        # no caching allocator to empty (diffusers' offloading calls it on the pipeline's device type after a move)
+        "empty_cache": lambda: None,
         # streams, for code that prefetches on one (diffusers' group offloading with use_stream=True)
         "Stream": DeviceStream,
         "Event": streams.Event,
