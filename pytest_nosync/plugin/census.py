@@ -301,7 +301,7 @@ class Census:
         plain one is built and calibrated first, once per run (a scenario's pipeline is built afresh, its calibration
         the plain one's); a tester that cannot be driven here, or a scenario that does not apply, is skipped with its
         reason."""
-        from ..scenarios import PLAIN, SCENARIOS
+        from ..scenarios import SCENARIOS
         from ..suite.checks import warmed
         from ..suite.pipelines import Prepared, prepare
         from ..suite.targets.registry import assemble
