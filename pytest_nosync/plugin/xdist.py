@@ -193,4 +193,21 @@ def make_scheduler(config: pytest.Config, log: Any, targets: Collection[str]) ->
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid, targets)
 
+        def remove_node(self, node: Any) -> str | None:
+            """A crashed worker's units go back to the queue without the test it crashed on (xdist reports that one as
+            failed; run again it crashed the replacement too, pytest-dev/pytest-xdist#1371) and without the units it
+            had finished (each went back as an empty unit that no worker completes, and the run waited at its end
+            with every worker idle, pytest-dev/pytest-xdist#1378). Seen in a census whose worker the OOM killer took."""
+            workload = self.assigned_work.get(node, {})
+            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done), None)
+            if crashed is None:
+                return super().remove_node(node)
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            for scope in [scope for scope, unit in workload.items() if all(unit.values())]:
+                del workload[scope]
+            super().remove_node(node)  # what is left goes back to the queue, and the other workers are rescheduled
+            return crashed
+
     return Groups(config, log)

@@ -305,3 +305,28 @@ def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: py
     wrong = [(nodeid, marker.args[0], group_of(nodeid, TARGETS)) for nodeid, marker in grouped
              if marker is not None and group_of(nodeid, TARGETS) != marker.args[0]]  # fmt: skip
     assert not wrong, wrong[:5]
+
+
+CRASHING_GROUP = """
+import os, time, pytest
+
+@pytest.mark.parametrize("group", ["a", "b", "c"])
+@pytest.mark.parametrize("i", range(6))
+def test_unit(group, i, request):
+    request.node.add_marker(pytest.mark.xdist_group(group))
+    time.sleep(0.1)
+    if (group, i) == ("a", 1):
+        os._exit(1)  # the worker dies here, as one the OOM killer takes
+"""
+
+
+@pytest.mark.slow
+def test_a_crashed_worker_fails_its_test_once_and_the_run_ends(pytester: pytest.Pytester, gpus: list[str]) -> None:
+    """Under --dist loadgroup, xdist ran the test a worker crashed on again (crashing the replacement too) and put the
+    units the worker had finished back as empty ones, so the run waited at its end with every worker idle: an emulated
+    census whose worker the OOM killer took never ended."""
+    pytester.makepyfile(CRASHING_GROUP)
+    args = ("--nosync", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(*args, timeout=120)
+    result.assert_outcomes(passed=17, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running '*test_unit[[]1-a[]]'*"])
