@@ -307,13 +307,12 @@ def test_every_suite_test_is_scheduled_in_the_unit_its_marker_names(pytester: py
     assert not wrong, wrong[:5]
 
 
-CRASHING_GROUP = """
+CRASHING_UNIT = """
 import os, time, pytest
 
 @pytest.mark.parametrize("group", ["a", "b", "c"])
 @pytest.mark.parametrize("i", range(6))
-def test_unit(group, i, request):
-    request.node.add_marker(pytest.mark.xdist_group(group))
+def test_unit(group, i):
     time.sleep(0.1)
     if (group, i) == ("a", 1):
         os._exit(1)  # the worker dies here, as one the OOM killer takes
@@ -325,7 +324,7 @@ def test_a_crashed_worker_fails_its_test_once_and_the_run_ends(pytester: pytest.
     """Under --dist loadgroup, xdist ran the test a worker crashed on again (crashing the replacement too) and put the
     units the worker had finished back as empty ones, so the run waited at its end with every worker idle: an emulated
     census whose worker the OOM killer took never ended."""
-    pytester.makepyfile(CRASHING_GROUP)
+    pytester.makepyfile(CRASHING_UNIT)  # each test a unit of the project's loadgroup scheduler (group_of)
     args = ("--nosync", "-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider")
     result = pytester.runpytest_subprocess(*args, timeout=120)
     result.assert_outcomes(passed=17, failed=1)
