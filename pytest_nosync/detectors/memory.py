@@ -8,13 +8,19 @@ step is the leak. Multistep schedulers legitimately keep `order` model outputs: 
 never judged, and only growth that continues is flagged. A block that allocated nothing on the device checked
 nothing, and says so.
 
-Python's cyclic collector runs when it likes, and may free garbage that earlier work left (a previous test's
-pipeline) in the middle of a step: that step would look as if it freed memory, and hide what it kept. What a
-collection frees during the block is counted back, so a step's growth is what its own code left alive.
+Python's cyclic collector runs when it likes. Left to run, it freed garbage of earlier work (a previous test's
+pipeline) in the middle of a step, which then looked as if it freed memory and hid what it kept; and it freed the
+block's own garbage in one step or another, so that a verdict depended on when it ran (QwenImage Edit's flipped
+between census runs on the H100). So the collector is paused for the block, and collections run where the figures
+are read: the young garbage the block finds goes before its first reading, what each step dropped before each step
+end's (`devices.collect_young`, which scans only young objects). A step's growth is then what it left reachable,
+wherever Python would have collected. Older garbage stays put; what an explicit `gc.collect()` in the block frees of
+it is counted back.
 """
 
 from __future__ import annotations
 
+import gc
 import itertools
 import sys
 import weakref
@@ -123,29 +129,40 @@ class MemoryDetector(Detector):
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
         self._allocations = 0
         self._collector = devices.CollectorFrees(options.backend)
+        self._resume_gc = False
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         self._allocations = devices.allocations(self.options.backend)
+        self._resume_gc = gc.isenabled()
+        gc.disable()
+        devices.collect_young()
         self._collector.__enter__()
         if self.options.alloc_sites:
             self._tracker = AllocationTracker(lambda: ctx.effective_step)
             self._tracker.__enter__()
 
     def disarm(self) -> None:
-        self._allocations = devices.allocations(self.options.backend) - self._allocations
-        self._collector.__exit__()
-        if self._tracker is not None:
-            self._tracker.__exit__(None, None, None)
+        try:
+            self._allocations = devices.allocations(self.options.backend) - self._allocations
+            self._collector.__exit__()
+            if self._tracker is not None:
+                self._tracker.__exit__(None, None, None)
+        finally:
+            if self._resume_gc:
+                gc.enable()
 
     def _amount(self) -> int:
         """Device memory in use, with what the collector freed during the block counted back."""
         return self._collector.in_use()
 
     def on_step_begin(self, step: int) -> None:
+        if not self._begin:  # what the block dropped before its first step is no step's doing
+            devices.collect_young()
         self._begin[step] = self._amount()
 
     def on_step_end(self, step: int) -> None:
+        devices.collect_young()
         self._end[step] = self._amount()
         if self._tracker is not None:
             self._sites[step] = self._tracker.live_by_site()
