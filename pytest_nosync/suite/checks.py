@@ -43,11 +43,37 @@ def scheduler_order(pipe: Any) -> int:
     return max(order, HISTORY_STEPS) if keeps_history else order
 
 
+def cache_fill_steps(pipe: Any) -> int:
+    """Steps a cache hook on the pipeline's models needs before its state stops growing (0: none that grows).
+
+    TaylorSeer keeps `max_order + 1` Taylor factors of each cached block output, one more at each of its first updates:
+    every forward before `disable_cache_before_step`, then one every `cache_interval`. Its state is full after the
+    update numbered `max_order + 1`, a bounded fill that a three-step call took for growth in every judged step (the
+    H100 census, once Python's collector no longer blurred it). Read from the hooks diffusers registered, so that it
+    holds for a user's own settings as for the scenario's."""
+    steps = 0
+    for model in vars(pipe).values():
+        if not isinstance(model, torch.nn.Module):
+            continue
+        for module in model.modules():
+            hook = getattr(getattr(module, "_diffusers_hook", None), "hooks", {}).get("taylorseer_cache")
+            init = getattr(getattr(hook, "state_manager", None), "_init_kwargs", None)
+            if hook is None or init is None:
+                continue
+            updates = int(init.get("max_order", 1)) + 1  # the update that fills the last factor, counted from 1
+            before = int(hook.disable_cache_before_step)
+            filled_at = updates - 1 if updates <= before else before + 1 + (updates - before - 1) * hook.cache_interval
+            steps = max(steps, filled_at + 1)
+            break  # every block of a model has the same settings
+    return steps
+
+
 def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
     """(steps of the measured call, warm-up steps not judged) for `check` on `pipe`."""
     if check == "alloc_growth":
-        order = scheduler_order(pipe)  # multistep schedulers keep `order` model outputs: legitimate growth
-        return max(steps, order + 2), order  # two judged steps after the scheduler filled its history
+        # multistep schedulers keep `order` model outputs, cache hooks fill their state: legitimate growth
+        warmup = max(scheduler_order(pipe), cache_fill_steps(pipe))
+        return max(steps, warmup + 2), warmup  # two judged steps after the history and the caches filled
     if check == "cudagraphs":
         return max(steps, 3), 1  # a CUDA graph tree warms a function up, records it, then replays it
     return max(steps, 2), 1

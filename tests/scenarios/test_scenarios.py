@@ -243,3 +243,40 @@ def test_a_scenario_that_cannot_be_run_is_one_sentence_before_anything_runs(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     (line,) = [line for line in result.stderr.lines if line.strip()]
     assert said in line, line
+
+
+@pytest.mark.parametrize(("settings", "fill"), [("", 3), (":max_order=2", 5), (":disable_cache_before_step=3", 2)])
+def test_growth_under_taylorseer_is_judged_once_its_factors_are_filled(
+    backend: str, device: torch.device, monkeypatch: pytest.MonkeyPatch, settings: str, fill: int
+) -> None:
+    """TaylorSeer keeps one more Taylor factor per block output at each of its first updates: a bounded fill, judged
+    as growth while the steps judged fell inside it (the bug twin: the scheduler's warm-up alone)."""
+    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.suite import checks
+
+    flux = TARGETS["flux"]
+    pipe = build_pipeline(flux, device, torch.float32)
+    apply_scenario(pipe, f"taylorseer_cache{settings}", device=device)
+    assert checks.cache_fill_steps(pipe) == fill
+
+    def call_kwargs(steps: int) -> dict:
+        return flux.call_kwargs(pipe, CallContext(device, torch.float32, steps=steps))
+
+    report = checks.run_check("alloc_growth", pipe, call_kwargs, GuardOptions(backend=backend))
+    assert report.passed, report.findings
+    assert (report.metrics["alloc_warmup_steps"], len(report.metrics["alloc_bytes_per_step"])) == (fill, fill + 2)
+    if settings:
+        return
+    monkeypatch.setattr(checks, "cache_fill_steps", lambda pipe: 0)
+    report = checks.run_check("alloc_growth", pipe, call_kwargs, GuardOptions(backend=backend))
+    assert [f.kind for f in report.failures] == ["alloc_growth"]
+    assert report.metrics["alloc_bytes_per_step"]["2"] > 0  # the factors of order 1, made at the second update
+
+
+def test_a_pipeline_without_a_filling_cache_needs_no_more_steps(device: torch.device) -> None:
+    from pytest_nosync.suite import checks
+
+    pipe = build_pipeline(TARGETS["flux"], device, torch.float32)
+    assert checks.cache_fill_steps(pipe) == 0
+    apply_scenario(pipe, "first_block_cache", device=device)  # keeps one residual from its first step on
+    assert checks.cache_fill_steps(pipe) == 0
