@@ -14,6 +14,8 @@ Nothing here judges; the numbers go to `Report.metrics["step_metrics"]` / `["dev
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -139,6 +141,7 @@ class OpCounter(Detector):
         self._internal: dict[Any, bool] = {}
         self._mode: _Counting | None = None
         self._steps = 0
+        self._cannot = ""  # why counting stopped the call, when it did
         self.first, self.last = options.ops_steps or (0, None)
 
     def arm(self, ctx: StepContext) -> None:
@@ -162,6 +165,10 @@ class OpCounter(Detector):
 
     def disarm(self) -> None:
         self._count(False)
+        if self._cannot:
+            # FlexAttention's failed compile leaves its wrapper marked as skipped: every later FlexAttention call of
+            # the process would fail too, counted or not, until dynamo is reset
+            torch._dynamo.reset()
 
     def on_step_end(self, step: int) -> None:
         self._steps += 1
@@ -170,7 +177,23 @@ class OpCounter(Detector):
         elif step == self.last and _get_current_dispatch_mode() is self._mode:  # another mode above it: at disarm
             self._count(False)
 
+    def absorb_exception(self, exc: BaseException) -> bool:
+        """Eager FlexAttention cannot run under a dispatch mode: its higher-order operator has no rule for one, and its
+        fallback compiles the call, which then fails. That raise is this check's limit, not the code's fault: the
+        ops are not counted, and the check says so instead of blaming the line that called attention."""
+        if self._mode is None or not _raised_in(exc, FLEX_ATTENTION):
+            return False
+        self._cannot = (
+            "device_ops counts ops with a dispatch mode, and eager FlexAttention cannot run under one (it raised "
+            f"{type(exc).__name__}): this call's ops were not counted"
+        )
+        with contextlib.suppress(AttributeError):
+            exc._nosync_cannot_check = True  # type: ignore[attr-defined]
+        return True
+
     def unchecked(self) -> str | None:
+        if self._cannot:
+            return self._cannot
         if not self._steps:
             return NO_STEP
         if self._steps <= self.first:
@@ -226,6 +249,18 @@ class OpCounter(Detector):
                 "sites": _portable_sites(sites),
             }
         report.metrics["device_ops"] = out
+
+
+FLEX_ATTENTION = os.path.join("torch", "nn", "attention", "flex_attention.py")
+
+
+def _raised_in(exc: BaseException, path_end: str) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.endswith(path_end):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _portable_sites(sites: Counter[tuple[str, Location]]) -> list[dict[str, Any]]:
