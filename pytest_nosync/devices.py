@@ -111,17 +111,41 @@ def reset_peak(backend: str) -> None:
 _collecting_own = False  # a detector's own collection runs now: no CollectorFrees counts it back
 
 
-def collect_young() -> None:
-    """Free the garbage made since the last collection (generations 0 and 1), unseen by CollectorFrees: what it frees
-    is garbage the guarded block made, which the block's figures must not count back. It scans young objects only,
-    which while the collector is paused (memory.MemoryDetector) are those the block made: milliseconds, where a full
-    collection of a process with torch, transformers and diffusers imported takes a fifth of a second."""
-    global _collecting_own
-    _collecting_own = True
-    try:
-        gc.collect(1)
-    finally:
-        _collecting_own = False
+class PausedCollector:
+    """Python's cyclic collector paused for a guarded block and run only when `collect()` says (a context manager;
+    the collector's state is restored on exit, also when the block raises).
+
+    A collection at a moment of Python's choosing frees garbage of earlier work, or the block's own, in one step or
+    another: memory figures read then depend on when it ran. `collect()` frees everything the block dropped, reference
+    cycles included, and no CollectorFrees counts it back. It scans only what the block made: the objects that were
+    there before are frozen for the block (gc.freeze; a process that froze its own, as the census does, keeps its
+    freeze and its later objects are scanned too), so a full collection costs milliseconds, where one of a process
+    with torch, transformers and diffusers imported took a fifth of a second here. Garbage of earlier work stays put
+    until the block ends."""
+
+    def __enter__(self) -> PausedCollector:
+        self._resume = gc.isenabled()
+        gc.disable()
+        self._froze = gc.get_freeze_count() == 0
+        if self._froze:
+            gc.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
+            gc.freeze()
+        self.collect()  # garbage made since the freeze (the census's: a previous check's) goes before any reading
+        return self
+
+    def collect(self) -> None:
+        global _collecting_own
+        _collecting_own = True
+        try:
+            gc.collect()
+        finally:
+            _collecting_own = False
+
+    def __exit__(self, *exc: object) -> None:
+        if self._froze:
+            gc.unfreeze()
+        if self._resume:
+            gc.enable()
 
 
 class CollectorFrees:

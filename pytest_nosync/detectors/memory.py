@@ -11,16 +11,15 @@ nothing, and says so.
 Python's cyclic collector runs when it likes. Left to run, it freed garbage of earlier work (a previous test's
 pipeline) in the middle of a step, which then looked as if it freed memory and hid what it kept; and it freed the
 block's own garbage in one step or another, so that a verdict depended on when it ran (QwenImage Edit's flipped
-between census runs on the H100). So the collector is paused for the block, and collections run where the figures
-are read: the young garbage the block finds goes before its first reading, what each step dropped before each step
-end's (`devices.collect_young`, which scans only young objects). A step's growth is then what it left reachable,
-wherever Python would have collected. Older garbage stays put; what an explicit `gc.collect()` in the block frees of
-it is counted back.
+between census runs on the H100). So the collector is paused for the block and run where the figures are read
+(`devices.PausedCollector`): before the first step, and at each step end. A step's growth is then what it left
+reachable, whenever Python would have collected: state a step replaces, reference cycles and all, is not growth.
+Garbage of earlier work is frozen or freed before the first reading, so nothing a collection in the block frees, an
+explicit `gc.collect()` included, is counted back.
 """
 
 from __future__ import annotations
 
-import gc
 import itertools
 import sys
 import weakref
@@ -128,16 +127,12 @@ class MemoryDetector(Detector):
         self._end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
         self._allocations = 0
-        self._collector = devices.CollectorFrees(options.backend)
-        self._resume_gc = False
+        self._paused: devices.PausedCollector | None = None
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
         self._allocations = devices.allocations(self.options.backend)
-        self._resume_gc = gc.isenabled()
-        gc.disable()
-        devices.collect_young()
-        self._collector.__enter__()
+        self._paused = devices.PausedCollector().__enter__()
         if self.options.alloc_sites:
             self._tracker = AllocationTracker(lambda: ctx.effective_step)
             self._tracker.__enter__()
@@ -145,24 +140,24 @@ class MemoryDetector(Detector):
     def disarm(self) -> None:
         try:
             self._allocations = devices.allocations(self.options.backend) - self._allocations
-            self._collector.__exit__()
             if self._tracker is not None:
                 self._tracker.__exit__(None, None, None)
         finally:
-            if self._resume_gc:
-                gc.enable()
+            if self._paused is not None:
+                self._paused.__exit__()
+                self._paused = None
 
     def _amount(self) -> int:
-        """Device memory in use, with what the collector freed during the block counted back."""
-        return self._collector.in_use()
+        return devices.allocated_bytes(self.options.backend)
 
     def on_step_begin(self, step: int) -> None:
-        if not self._begin:  # what the block dropped before its first step is no step's doing
-            devices.collect_young()
+        if not self._begin and self._paused is not None:  # what the block dropped before its first step is no step's
+            self._paused.collect()
         self._begin[step] = self._amount()
 
     def on_step_end(self, step: int) -> None:
-        devices.collect_young()
+        if self._paused is not None:
+            self._paused.collect()
         self._end[step] = self._amount()
         if self._tracker is not None:
             self._sites[step] = self._tracker.live_by_site()

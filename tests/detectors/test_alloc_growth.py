@@ -175,6 +175,41 @@ def test_a_leak_beside_the_steps_own_garbage_is_still_found(backend: str, device
     assert finding.kind == "alloc_growth" and finding.data["bytes_per_step"] == [1024, 1024, 1024]
 
 
+class _State:
+    """Per-step state in a reference cycle, as a cache hook's or a scheduler's can be: only the collector frees it."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+        self.me = self
+
+
+def test_state_a_step_replaces_is_not_growth_when_only_the_collector_frees_the_old_one(backend: str, device) -> None:
+    """The state of step k survives step k's end and becomes garbage in step k + 1, a cycle old enough that a
+    collection of the young generations no longer sees it: growth of 4 KiB a step on the code before."""
+    holder: dict = {}
+    with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
+        for _ in range(4):
+            with g.step():
+                holder["state"] = _State(torch.ones(1024, device=device))
+    assert g.report.passed and g.report.findings == [], g.report.findings
+    assert set(g.report.metrics["alloc_bytes_per_step"].values()) - {4096} == {0}  # the first step's state stays
+
+
+def test_the_collector_is_frozen_only_for_the_block_and_a_freeze_of_the_callers_is_kept(backend: str, device) -> None:
+    assert gc.get_freeze_count() == 0  # a run (the census's) unfreezes what it froze when it ends
+    with nosync_guard(checks=("alloc_growth",), backend=backend) as g, g.step():
+        assert gc.get_freeze_count() > 0  # what was there before is not scanned by the block's collections
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with nosync_guard(checks=("alloc_growth",), backend=backend) as g, g.step():
+            torch.ones(8, device=device)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 def test_the_collector_is_paused_for_the_block_and_resumed_after_it_also_when_it_raises(backend: str, device) -> None:
     assert gc.isenabled()
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g, g.step():
