@@ -302,6 +302,7 @@ class Census:
         the plain one's); a tester that cannot be driven here, or a scenario that does not apply, is skipped with its
         reason."""
         from ..scenarios import SCENARIOS
+        from ..suite import process_caches
         from ..suite.checks import warmed
         from ..suite.pipelines import Prepared, prepare
         from ..suite.targets.registry import assemble
@@ -319,6 +320,9 @@ class Census:
                 with self._recording(item), torch_defaults():
                     built.tester = built.tester or Tester(tester_class)
                     pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
+                    # a class's checks start from empty class-level caches, whatever the worker built before; its
+                    # scenarios' pipelines then add a few entries each, in the same order every run
+                    process_caches.forget(pipe)
                     built.tester.prelude(pipe, ctx)
                     built.tester.calibrate(pipe, ctx)
                 warmed(pipe)

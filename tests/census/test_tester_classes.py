@@ -981,3 +981,75 @@ def test_the_determinism_path_is_a_sync_the_check_finds_when_taken(pytester: pyt
         sys.modules.pop("determinism", None)
     failing = [(f.kind, os.path.basename(f.where.file), f.where.line) for f in g.report.findings if f.phase == "step"]
     assert failing and set(failing) == {("dtoh_sync", "determinism.py", line)}
+
+
+CACHING_TESTERS = """
+import functools
+import gc
+import pathlib
+import unittest
+import weakref
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+ROPES = []
+
+
+class CachingDenoiser(Denoiser):
+    @functools.lru_cache(maxsize=128)  # keyed by the module, as QwenImage's RoPE frequencies are
+    def table(self, n):
+        return torch.ones(n)
+
+    def forward(self, latents):
+        ROPES.append(weakref.ref(self))
+        self.table(4)
+        return super().forward(latents)
+
+
+class CachingPipeline(LoopPipeline):
+    def __call__(self, *args, **kwargs):  # how many denoisers of the process are reachable at each call
+        gc.collect()
+        with pathlib.Path("alive.txt").open("a") as fh:
+            fh.write(f"{len({id(r()) for r in ROPES if r() is not None})}\\n")
+        return super().__call__(*args, **kwargs)
+
+
+class FirstCachingPipelineFastTests(unittest.TestCase):
+    pipeline_class = CachingPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": CachingDenoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class OtherCachingPipeline(CachingPipeline):
+    pass
+
+
+class SecondCachingPipelineFastTests(FirstCachingPipelineFastTests):  # its own provider: a tester of its own
+    pipeline_class = OtherCachingPipeline
+
+    def get_dummy_components(self):
+        return super().get_dummy_components()
+"""
+
+
+def test_a_class_starts_from_empty_class_caches_so_the_earlier_pipelines_they_held_are_gone(
+    pytester: pytest.Pytester,
+) -> None:
+    """A method cache keyed by the module kept every earlier pipeline of a census worker alive, and its evictions
+    depended on what the worker built before (QwenImage Edit's growth on two H200s). When a class's first pipeline is
+    built, the class-level caches of its models are emptied: the second class's calls see its own denoisers only."""
+    pytester.syspathinsert()
+    pytester.makepyfile(test_caching=CACHING_TESTERS)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", "-p",
+                                "no:randomly")  # fmt: skip
+    sys.modules.pop("test_caching", None)
+    result.assert_outcomes(passed=2)
+    alive = [int(n) for n in (pytester.path / "alive.txt").read_text().split()]
+    assert max(alive) == 1, alive  # without emptying: the first class's denoiser too, held by the cache
