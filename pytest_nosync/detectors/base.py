@@ -8,7 +8,7 @@ disarmed, also when the block raised. It reports through `ctx.record(...)` or re
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol
 
 from .. import attribution
@@ -109,12 +109,25 @@ class Detector:
         return None
 
     def absorb_exception(self, exc: BaseException) -> bool:
-        """Record a finding for an exception this detector caused (fail-fast mode). True if it did."""
+        """Record a finding for an exception this detector caused (fail-fast mode). True if it did; `ended_by_check`
+        marks one that is no fail-fast raise but a check stopping the call, which a harness then does not re-raise."""
         return False
 
     def fails_fast(self) -> bool:
         """Error mode raises here: inside a step, or anywhere when outside syncs count."""
         return self.options.mode == Mode.ERROR and (self.ctx.phase == Phase.IN_STEP or self.options.count_outside_steps)
+
+
+def ended_by_check(exc: BaseException) -> None:
+    """Mark `exc` as a check's own end of the call (a recompile under `fail_on_recompile`, a call the counting mode
+    stopped), recorded in the report by the detector that absorbed it: a harness that calls the pipeline (the suite's
+    guarded call) ends the call there. A fail-fast raise stays unmarked: it must reach the caller."""
+    with suppress(AttributeError):
+        exc._nosync_ended_by_check = True  # type: ignore[attr-defined]
+
+
+def was_ended_by_check(exc: BaseException) -> bool:
+    return getattr(exc, "_nosync_ended_by_check", False)
 
 
 def denoiser_finding(

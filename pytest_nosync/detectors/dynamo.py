@@ -19,7 +19,7 @@ from ..emulation import cuda_map
 from ..findings import Finding, Frame, Kind, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
-from .base import CannotCheck, Detector, StepContext, denoiser_finding
+from .base import CannotCheck, Detector, StepContext, denoiser_finding, ended_by_check
 
 BREAK_HINT = (
     "a graph break splits the compiled denoiser: keep Python control flow off tensor values, avoid "
@@ -121,6 +121,7 @@ class DynamoDetector(Detector):
             detail=f"recompile: {guard_failure['guard'] if guard_failure else 'guard failure'}",
             source=self.name,
         )
+        ended_by_check(exc)
         return True
 
     def unchecked(self) -> str | None:

@@ -14,7 +14,6 @@ Nothing here judges; the numbers go to `Report.metrics["step_metrics"]` / `["dev
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -27,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 from .. import attribution, devices, source_identity
 from ..findings import Location, Report
 from ..guard_options import GuardOptions
-from .base import Detector, StepContext
+from .base import Detector, StepContext, ended_by_check
 from .denoiser_clock import DenoiserClock
 
 NO_STEP = (
@@ -181,14 +180,14 @@ class OpCounter(Detector):
         """Eager FlexAttention cannot run under a dispatch mode: its higher-order operator has no rule for one, and its
         fallback compiles the call, which then fails. That raise is this check's limit, not the code's fault: the
         ops are not counted, and the check says so instead of blaming the line that called attention."""
-        if self._mode is None or not _raised_in(exc, FLEX_ATTENTION):
+        raised_in = attribution.frames_from_traceback(exc.__traceback__)
+        if self._mode is None or not any(frame.filename.endswith(FLEX_ATTENTION) for frame in raised_in):
             return False
         self._cannot = (
             "device_ops counts ops with a dispatch mode, and eager FlexAttention cannot run under one (it raised "
             f"{type(exc).__name__}): this call's ops were not counted"
         )
-        with contextlib.suppress(AttributeError):
-            exc._nosync_cannot_check = True  # type: ignore[attr-defined]
+        ended_by_check(exc)
         return True
 
     def unchecked(self) -> str | None:
@@ -252,15 +251,6 @@ class OpCounter(Detector):
 
 
 FLEX_ATTENTION = os.path.join("torch", "nn", "attention", "flex_attention.py")
-
-
-def _raised_in(exc: BaseException, path_end: str) -> bool:
-    tb = exc.__traceback__
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.endswith(path_end):
-            return True
-        tb = tb.tb_next
-    return False
 
 
 def _portable_sites(sites: Counter[tuple[str, Location]]) -> list[dict[str, Any]]:

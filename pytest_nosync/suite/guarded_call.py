@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .. import attribution, suite
-from ..detectors.dynamo import RECOMPILE_MESSAGE
+from ..detectors.base import was_ended_by_check
 from ..findings import Finding, Kind, Phase, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
@@ -93,8 +93,8 @@ def _call(pipe: Any, kwargs: dict[str, Any], options: GuardOptions, test_id: str
         except Exception as exc:
             if not guard.absorb(exc):
                 record_error(guard, exc)
-            elif RECOMPILE_MESSAGE not in str(exc) and not getattr(exc, "_nosync_cannot_check", False):
-                raise  # fail-fast mode: the raise reaches the caller; a check that could not run says so instead
+            elif not was_ended_by_check(exc):
+                raise  # fail-fast mode: the raise reaches the caller
     return guard.report
 
 
