@@ -128,16 +128,17 @@ class PausedCollector:
         gc.disable()
         self._froze = gc.get_freeze_count() == 0
         if self._froze:
-            gc.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
+            self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
             gc.freeze()
-        self.collect()  # garbage made since the freeze (the census's: a previous check's) goes before any reading
+        else:
+            self.collect()  # garbage made since the caller's freeze (the census's: a previous check's) goes now
         return self
 
-    def collect(self) -> None:
+    def collect(self, generation: int = 2) -> None:
         global _collecting_own
         _collecting_own = True
         try:
-            gc.collect()
+            gc.collect(generation)
         finally:
             _collecting_own = False
 
