@@ -8,7 +8,9 @@ concurrently, each process keeping its own CUDA context, sync debug mode and pro
 
 On the xdist controller, when more workers than GPUs share them: a control daemon the user runs is used as it is;
 else one is started for the run (`nvidia-cuda-mps-control -d`, pipe and log directories of its own, so no other
-program's clients join it) and quit at the run's end. The workers xdist starts afterwards inherit its directories.
+program's clients join it) and quit at the run's end. The workers xdist starts afterwards inherit its directories;
+where the run's CUDA_VISIBLE_DEVICES names GPUs, the daemon serves those renumbered from 0, and so are the workers
+pinned.
 Where there is no daemon to start, or `--nosync-mps=off` (which starts none; a running one still serves them), the
 workers time-share, and the header says so.
 """
@@ -38,6 +40,9 @@ class Sharing:
 
     line: str
     started: Path | None = None  # the directory of the daemon this run started
+    # started under the run's CUDA_VISIBLE_DEVICES, the daemon's server shows its clients those GPUs renumbered from 0
+    # (NVIDIA's MPS docs, CUDA_VISIBLE_DEVICES): a worker pinned to GPU 2 of "2,3" is the client's GPU 0
+    renumbered: bool = False
     _saved: dict[str, str | None] = field(default_factory=dict)
 
     def stop(self) -> None:
@@ -93,7 +98,7 @@ def share(workers: int, gpus: int, mode: str) -> Sharing | None:
         shutil.rmtree(directory, ignore_errors=True)
         return Sharing(f"{what} without MPS ({CONTROL} -d failed: {error}): {SLOWER}")
     sharing = Sharing(f"{what} through an MPS control daemon started for this run ({directory}, quit at its end)",
-                      started=directory)  # fmt: skip
+                      started=directory, renumbered=bool(os.environ.get("CUDA_VISIBLE_DEVICES")))  # fmt: skip
     for name in (PIPE_VAR, LOG_VAR):
         sharing._saved[name] = os.environ.get(name)
         os.environ[name] = env[name]  # the workers xdist starts next are the daemon's clients

@@ -79,7 +79,8 @@ class NosyncSession:
         usage.check_targets(settings)
         if settings.suite:
             usage.add_suite_to_args(config)
-        settings = replace(settings, backend=usage.resolve_backend(settings))  # resolved once, for the run
+        controllers = xdist.controllers_backend(config)
+        settings = replace(settings, backend=usage.resolve_backend(settings, controllers))  # resolved once, for the run
         usage.check_scenarios(settings)
         usage.check_pipeline_checks(settings)
         if role is not xdist.Role.WORKER:
@@ -235,10 +236,12 @@ class NosyncSession:
     # ---- xdist ---------------------------------------------------------------------------------------------------
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
-        xdist.pin_specs(specs, self.settings.share_gpus)
+        sharing = getattr(config.pluginmanager.get_plugin("nosync-gpu-sharing"), "sharing", None)
+        xdist.pin_specs(specs, self.settings.share_gpus, renumbered=sharing is not None and sharing.renumbered)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput[xdist.BACKEND_KEY] = self.settings.backend
         if self.baseline is not None:
             node.workerinput[xdist.BASELINE_KEY] = os.path.abspath(self.baseline.path)
 

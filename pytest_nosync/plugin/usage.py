@@ -16,14 +16,24 @@ from ..suite import SHIPPED_BASELINE, SUITE_DIR
 from .options import Settings
 
 
-def resolve_backend(settings: Settings) -> str:
+def resolve_backend(settings: Settings, controllers: str | None = None) -> str:
     """The run's backend. A backend the user named that cannot run here is a usage error (a GPU runner whose
-    driver broke must not pass the gate); `auto` falls back to the CPU emulation, and the header says so."""
+    driver broke must not pass the gate); `auto` falls back to the CPU emulation, and the header says so.
+
+    An xdist worker takes the backend its controller resolved (`controllers`): a worker that cannot reach the GPU it
+    was given (a CUDA_VISIBLE_DEVICES entry its driver does not know) must fail the run, not emulate under a header
+    that says cuda."""
     from .. import devices  # imports torch: only a run that checks gets here
 
     try:
-        return devices.resolve(settings.backend)
+        return devices.resolve(controllers or settings.backend)
     except devices.BackendUnavailable as exc:
+        if controllers:
+            gpu = os.environ.get("CUDA_VISIBLE_DEVICES")
+            raise pytest.UsageError(
+                f"--nosync: this xdist worker cannot run the backend its controller chose ({controllers}, "
+                f"CUDA_VISIBLE_DEVICES={gpu!r} here): {exc}"
+            ) from None
         if settings.backend == "auto":
             raise pytest.UsageError(f"--nosync: no backend can run here: {exc}") from None
         raise pytest.UsageError(f"--nosync-backend {settings.backend}: {exc}") from None

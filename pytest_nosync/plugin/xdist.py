@@ -41,6 +41,13 @@ def plain_nodeid(nodeid: str) -> str:
 
 GPU_VARIABLE = "CUDA_VISIBLE_DEVICES"
 BASELINE_KEY = "nosync_baseline"  # the controller's resolved baseline path, handed to every worker
+BACKEND_KEY = "nosync_backend"  # the controller's resolved backend, which every worker must run
+
+
+def controllers_backend(config: pytest.Config) -> str | None:
+    """In an xdist worker: the backend the controller resolved for the run (None elsewhere)."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput.get(BACKEND_KEY) if workerinput is not None else None
 
 
 def visible_gpus() -> list[str]:
@@ -66,7 +73,7 @@ def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:
     )
 
 
-def pin_specs(specs: list[Any], share: bool) -> None:
+def pin_specs(specs: list[Any], share: bool, renumbered: bool = False) -> None:
     """On the controller, before xdist starts its workers: worker k's GPU goes into its process's environment
     (execnet's `env:` spec, applied before pytest starts there). A worker's own configure hook is too late: conftests
     load before it, and diffusers' tests/conftest.py asks torch.cuda.is_available() on import, which initialises CUDA
@@ -74,6 +81,8 @@ def pin_specs(specs: list[Any], share: bool) -> None:
     import execnet
 
     gpus = visible_gpus()
+    if renumbered:  # an MPS daemon started under CUDA_VISIBLE_DEVICES shows its clients those GPUs as 0, 1, ...
+        gpus = [str(position) for position in range(len(gpus))]
     for index, spec in enumerate(specs):
         if gpus and GPU_VARIABLE not in spec.env:
             pinned = execnet.XSpec(f"{spec}//env:{GPU_VARIABLE}={gpu_for_worker(index, gpus, share)}")

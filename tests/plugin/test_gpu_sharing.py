@@ -129,6 +129,42 @@ def test_stopping_restores_the_environment_it_found(control: Path, monkeypatch: 
     assert control.read_text().splitlines()[-1].startswith("quit ")
 
 
+def _pins(count: int, share: bool, renumbered: bool) -> list[str]:
+    import execnet
+
+    from pytest_nosync.plugin import xdist
+
+    specs = [execnet.XSpec("popen") for _ in range(count)]
+    for index, spec in enumerate(specs):
+        spec.id = f"gw{index}"
+    xdist.pin_specs(specs, share, renumbered)
+    return [spec.env[xdist.GPU_VARIABLE] for spec in specs]
+
+
+def test_a_daemon_started_under_a_subset_of_gpus_gets_its_workers_pinned_to_its_numbering(
+    control: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a daemon started under CUDA_VISIBLE_DEVICES=2,3 shows its clients those GPUs as 0 and 1. Workers
+    pinned to 2 and 3, as before, saw no GPU at all (on four H200s, a census of 24 workers sharing GPUs 2 and 3 ran
+    emulated)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    sharing = gpu_sharing.share(workers=4, gpus=2, mode="auto")
+    try:
+        assert sharing is not None and sharing.started is not None and sharing.renumbered
+        assert _pins(4, share=True, renumbered=sharing.renumbered) == ["0", "1", "0", "1"]
+    finally:
+        assert sharing is not None
+        sharing.stop()
+
+
+def test_a_running_daemon_or_none_keeps_the_listed_gpus(control: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clean twin: without a daemon of this run's, the entries the run lists are what CUDA knows."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    sharing = gpu_sharing.share(workers=4, gpus=2, mode="off")
+    assert sharing is not None and not sharing.renumbered
+    assert _pins(4, share=True, renumbered=sharing.renumbered) == ["2", "3", "2", "3"]
+
+
 @pytest.mark.slow
 @pytest.mark.gpu
 def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
@@ -137,6 +173,7 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     """The real daemon, on the device: two workers sharing one GPU as its clients check a tester class with a planted
     sync and a clean one, with the verdicts a run without workers gives."""
     from pytest_nosync import devices
+    from pytest_nosync.plugin import xdist
 
     if not devices.cuda_available():
         pytest.skip(devices.CUDA_ONLY)
@@ -145,7 +182,8 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
 
     if shutil.which(gpu_sharing.CONTROL) is None or gpu_sharing.running_daemon() is not None:
         pytest.skip(f"needs {gpu_sharing.CONTROL} on the PATH and no daemon running already")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0])
+    # the last GPU: on a machine of several, the daemon's numbering differs from the machine's
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", xdist.visible_gpus()[-1])
     # tests.twins, in the workers; the rest of the path stays (the plugin and diffusers may be installed there)
     here = str(Path(__file__).resolve().parents[2])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
@@ -156,6 +194,8 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
     result.stdout.fnmatch_lines(["nosync: 2 workers share 1 GPU(s) through an MPS control daemon started for this*"])
     line = loop_pipeline.line_of("read before the denoiser")
     result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*"])
+    out = result.stdout.str()
+    assert "[cuda]" in out and "[emulate]" not in out  # the workers ran on the GPU, as the header says
     started = re.search(r"started for this run \((\S+), quit", result.stdout.str())
     assert started and not Path(started[1]).exists()  # quit at the end, its directory gone
 

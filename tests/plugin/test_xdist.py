@@ -329,3 +329,21 @@ def test_a_crashed_worker_fails_its_test_once_and_the_run_ends(pytester: pytest.
     result = pytester.runpytest_subprocess(*args, timeout=120)
     result.assert_outcomes(passed=17, failed=1)
     result.stdout.fnmatch_lines(["*worker 'gw*' crashed while running '*test_unit[[]1-a[]]'*"])
+
+
+def test_a_worker_that_cannot_run_the_controllers_backend_is_a_usage_error_not_an_emulated_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bug twin: a worker pinned to a GPU its driver does not know (an MPS daemon's renumbering) resolved `auto` for
+    itself and emulated, under a controller's header saying cuda. It takes the controller's backend now."""
+    from pytest_nosync import devices
+    from pytest_nosync.plugin import usage
+    from pytest_nosync.plugin.options import Settings
+
+    monkeypatch.setattr(devices, "_cuda_is_available", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")
+    with pytest.raises(pytest.UsageError) as raised:
+        usage.resolve_backend(Settings(), controllers="cuda")
+    assert str(raised.value).startswith("--nosync: this xdist worker cannot run the backend its controller chose (cuda")
+    assert "CUDA_VISIBLE_DEVICES='2'" in str(raised.value) and "\n" not in str(raised.value)
+    assert usage.resolve_backend(Settings(), controllers="emulate") == "emulate"  # the clean twin
