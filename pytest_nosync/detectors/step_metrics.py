@@ -14,6 +14,7 @@ Nothing here judges; the numbers go to `Report.metrics["step_metrics"]` / `["dev
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import time
@@ -26,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatc
 from .. import attribution, devices, source_identity
 from ..findings import Location, Report
 from ..guard_options import GuardOptions
+from ..patching import Patches
 from .base import Detector, StepContext, ended_by_check
 from .denoiser_clock import DenoiserClock
 
@@ -126,6 +128,33 @@ class _Counting(TorchDispatchMode):
         return out
 
 
+# FlexAttention's eager wrapper compiles its call (backend "eager"), which dynamo cannot do under a dispatch mode; its
+# debug switch calls the operator directly instead, with the same unfused math
+_FLEX_EAGER_SWITCH = "_FLEX_ATTENTION_DISABLE_COMPILE_DEBUG"
+
+
+@functools.cache
+def _flex_rule() -> Any:
+    """FlexAttention's higher-order operator, given a rule for the counting mode (a higher-order operator runs under a
+    dispatch mode only where it has one): counted as one op, as the dispatcher sees it, and run with the mode popped
+    (the dispatcher pops it for the rule). None where this torch has no such operator or switch."""
+    try:
+        from torch._higher_order_ops.flex_attention import flex_attention
+        from torch.nn.attention import flex_attention as public
+    except ImportError:
+        return None
+    if not hasattr(public, _FLEX_EAGER_SWITCH):
+        return None
+
+    @flex_attention.py_impl(_Counting)
+    def _counted(mode: _Counting, *args: Any, **kwargs: Any) -> Any:
+        out = flex_attention(*args, **kwargs)
+        mode.counter.saw(flex_attention, args, kwargs, out)
+        return out
+
+    return public
+
+
 class OpCounter(Detector):
     """The aten ops each step ran on the device (an op with a device tensor among its inputs or outputs), by name and
     by the line outside torch and this plugin that issued them. With `ops_steps` the counting mode is on only from the
@@ -141,6 +170,7 @@ class OpCounter(Detector):
         self._mode: _Counting | None = None
         self._steps = 0
         self._cannot = ""  # why counting stopped the call, when it did
+        self._patches = Patches()
         self.first, self.last = options.ops_steps or (0, None)
 
     def arm(self, ctx: StepContext) -> None:
@@ -156,11 +186,15 @@ class OpCounter(Detector):
 
     def _count(self, on: bool) -> None:
         if on and self._mode is None:
+            flex = _flex_rule()
+            if flex is not None:
+                self._patches.setattr(flex, _FLEX_EAGER_SWITCH, True)
             self._mode = _Counting(self)
             self._mode.__enter__()
         elif not on and self._mode is not None:
             self._mode.__exit__(None, None, None)
             self._mode = None
+            self._patches.undo()
 
     def disarm(self) -> None:
         self._count(False)
@@ -177,9 +211,10 @@ class OpCounter(Detector):
             self._count(False)
 
     def absorb_exception(self, exc: BaseException) -> bool:
-        """Eager FlexAttention cannot run under a dispatch mode: its higher-order operator has no rule for one, and its
-        fallback compiles the call, which then fails. That raise is this check's limit, not the code's fault: the
-        ops are not counted, and the check says so instead of blaming the line that called attention."""
+        """Where FlexAttention has no rule for the counting mode (`_flex_rule`: a torch without its switch), eager
+        FlexAttention cannot run under it: its operator has no rule for the mode, and its fallback compiles the call,
+        which then fails. That raise is this check's limit, not the code's fault: the ops are not counted, and the
+        check says so instead of blaming the line that called attention."""
         raised_in = attribution.frames_from_traceback(exc.__traceback__)
         if self._mode is None or not any(frame.filename.endswith(FLEX_ATTENTION) for frame in raised_in):
             return False

@@ -218,9 +218,59 @@ def _flex(latents: torch.Tensor) -> torch.Tensor:
     return flex_attention(q, q, q).reshape(latents.shape)
 
 
-def test_flex_attention_under_the_counting_mode_is_not_checked_rather_than_a_pass() -> None:
-    """Eager FlexAttention cannot run under a dispatch mode (seen on the H100 suite with the Flex backend): the guard
-    used to report the block as passed, and the suite blamed the line that called attention."""
+def _flex_input(backend: str) -> torch.Tensor:
+    """FlexAttention takes CUDA or CPU tensors, not the emulated device's: under the emulation it runs on the CPU,
+    where its ops are not device ops, and the twin asserts that it ran and passed; on a GPU, that it was counted."""
+    return torch.randn(32, 8, device="cuda" if backend == "cuda" else "cpu")
+
+
+def test_flex_attention_under_the_counting_mode_runs_and_is_counted_as_one_op(backend: str) -> None:
+    """Bug twin: eager FlexAttention could not run under the counting mode (its operator had no rule for one, and its
+    wrapper's compile failed under it): on the H100 suite every target's check under the Flex backend raised, and
+    then was `not checked`. Its operator is one op now, counted where it ran."""
+    q = _flex_input(backend)
+    expected = _flex(q)
+    with nosync_guard(checks=("device_ops",), backend=backend) as g:
+        for _ in range(2):
+            with g.step():
+                out = _flex(q)
+    assert g.report.passed and not g.report.not_checked, g.report.not_checked
+    assert torch.equal(out, expected)  # the same math as outside the mode
+    assert _get_current_dispatch_mode() is None
+    if backend == "cuda":
+        assert _ops(g.report, 1)["ops"].get("flex_attention") == 1, _ops(g.report, 1)["ops"]
+
+
+def test_the_switch_that_runs_flex_attention_uncompiled_is_restored_also_when_the_block_raises() -> None:
+    from torch.nn.attention import flex_attention as public
+
+    before = public._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG
+    with pytest.raises(ZeroDivisionError), nosync_guard(checks=("device_ops",), backend="emulate") as g, g.step():
+        assert public._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG is True
+        raise ZeroDivisionError
+    assert public._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG is before
+
+
+@pytest.fixture
+def flex_without_a_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A torch whose FlexAttention gives the counting mode no way to run it (no uncompiled switch): the fallback."""
+    from torch._higher_order_ops.flex_attention import flex_attention
+
+    from pytest_nosync.detectors import step_metrics
+
+    monkeypatch.setattr(step_metrics, "_FLEX_EAGER_SWITCH", "_no_such_switch")
+    monkeypatch.delitem(flex_attention.python_key_table, step_metrics._Counting, raising=False)
+    step_metrics._flex_rule.cache_clear()
+    try:
+        yield
+    finally:
+        step_metrics._flex_rule.cache_clear()  # the next counting mode registers the rule again
+
+
+def test_where_flex_attention_cannot_run_under_the_counting_mode_it_is_not_checked_rather_than_a_pass(
+    flex_without_a_rule: None,
+) -> None:
+    """The guard used to report such a block as passed, and the suite blamed the line that called attention."""
     q = torch.randn(32, 8)
     with pytest.raises(NotImplementedError), nosync_guard(checks=("device_ops",), backend="emulate") as g:
         for _ in range(2):
@@ -231,7 +281,9 @@ def test_flex_attention_under_the_counting_mode_is_not_checked_rather_than_a_pas
     assert _get_current_dispatch_mode() is None
 
 
-def test_a_pipeline_calling_flex_attention_is_not_checked_and_blames_no_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_pipeline_calling_flex_attention_is_not_checked_and_blames_no_line(
+    monkeypatch: pytest.MonkeyPatch, flex_without_a_rule: None
+) -> None:
     from pytest_nosync.guard_options import GuardOptions
     from pytest_nosync.suite.guarded_call import guarded_call
     from tests.twins import loop_pipeline
@@ -245,7 +297,7 @@ def test_a_pipeline_calling_flex_attention_is_not_checked_and_blames_no_line(mon
     assert report.passed is False
 
 
-def test_flex_attention_runs_again_after_a_counted_call_stopped_it() -> None:
+def test_flex_attention_runs_again_after_a_counted_call_stopped_it(flex_without_a_rule: None) -> None:
     """Its failed compile marked FlexAttention's wrapper as skipped for the process: the next FlexAttention call, with
     no counting at all, raised (LTX 2's and Wan's in the suite after Flux's)."""
     q = torch.randn(32, 8)
