@@ -197,10 +197,16 @@ def test_state_a_step_replaces_is_not_growth_when_only_the_collector_frees_the_o
 
 
 def test_the_collector_is_frozen_only_for_the_block_and_a_freeze_of_the_callers_is_kept(backend: str, device) -> None:
-    assert gc.get_freeze_count() == 0  # a run (the census's) unfreezes what it froze when it ends
+    # an interpreter may start with objects frozen (the device's Python 3.12 has 375 before any test): that is a
+    # caller's freeze too, kept as it is; a run (the census's) unfreezes what it froze when it ends
+    outer = gc.get_freeze_count()
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g, g.step():
-        assert gc.get_freeze_count() > 0  # what was there before is not scanned by the block's collections
-    assert gc.get_freeze_count() == 0
+        inside = gc.get_freeze_count()
+    if outer == 0:
+        assert inside > 0  # what was there before is not scanned by the block's collections
+    else:
+        assert inside <= outer  # the block froze nothing more (a frozen object may die meanwhile)
+    assert gc.get_freeze_count() <= outer
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
