@@ -251,6 +251,16 @@ def test_the_switch_that_runs_flex_attention_uncompiled_is_restored_also_when_th
     assert public._FLEX_ATTENTION_DISABLE_COMPILE_DEBUG is before
 
 
+def test_the_flex_rule_is_given_once_however_often_it_is_asked_for() -> None:
+    """torch refuses a second rule for one mode: asking again after the cache was emptied (a test that took the rule
+    away for a while) raised in every later counted call of the worker."""
+    from pytest_nosync.detectors import step_metrics
+
+    for _ in range(2):
+        step_metrics._flex_rule.cache_clear()
+        assert step_metrics._flex_rule() is not None
+
+
 @pytest.fixture
 def flex_without_a_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A torch whose FlexAttention gives the counting mode no way to run it (no uncompiled switch): the fallback."""
