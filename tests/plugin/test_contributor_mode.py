@@ -42,7 +42,9 @@ UNIPC_COPY = "sigma_t, sigma_s0 = self.sigmas[self.step_index + 1].to(device), s
 
 def _copy(root: Path) -> Path:
     source = Path(diffusers.__file__).parent
-    shutil.copytree(source, root / "diffusers", ignore=shutil.ignore_patterns("__pycache__"))
+    # with its bytecode (copied with the sources' times, so it stays valid): a process importing the copy compiles only
+    # what an edit changed
+    shutil.copytree(source, root / "diffusers")
     return root / "diffusers"
 
 
