@@ -68,6 +68,7 @@ class NosyncSession:
         self._scenario_pipelines: set[int] = set()  # ids of the pipelines a marked test turned a scenario on for
         self.started = time.time()  # traces modified since are this run's: never pruned
         self._unmap_cuda = self._map_cuda()
+        self.unreachable = ""  # in a worker that cannot run the controller's backend: why, which fails each test
 
     @classmethod
     def start(cls, config: pytest.Config) -> NosyncSession:
@@ -80,7 +81,16 @@ class NosyncSession:
         if settings.suite:
             usage.add_suite_to_args(config)
         controllers = xdist.controllers_backend(config)
-        settings = replace(settings, backend=usage.resolve_backend(settings, controllers))  # resolved once, for the run
+        unreachable = ""
+        try:
+            backend = usage.resolve_backend(settings, controllers)  # resolved once, for the run
+        except pytest.UsageError as exc:
+            if controllers is None:
+                raise
+            # a worker's usage error is a traceback on the controller and a worker started again, over and over: each
+            # of its tests fails with the sentence instead
+            backend, unreachable = controllers, str(exc)
+        settings = replace(settings, backend=backend)
         usage.check_scenarios(settings)
         usage.check_pipeline_checks(settings)
         if role is not xdist.Role.WORKER:
@@ -90,6 +100,7 @@ class NosyncSession:
         if role is xdist.Role.CONTROLLER:
             xdist.check_worker_count(config, settings.share_gpus)
         session = cls(config, settings, role, known)
+        session.unreachable = unreachable
         config.pluginmanager.register(session, "nosync-session")
         if role is xdist.Role.CONTROLLER:
             from .gpu_sharing import GpuSharing
@@ -276,6 +287,8 @@ class NosyncSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.unreachable:
+            pytest.fail(self.unreachable, pytrace=False)
         if self._unmap_cuda is not None:
             from ..emulation import cuda_map
 

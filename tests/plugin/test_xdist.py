@@ -347,3 +347,25 @@ def test_a_worker_that_cannot_run_the_controllers_backend_is_a_usage_error_not_a
     assert str(raised.value).startswith("--nosync: this xdist worker cannot run the backend its controller chose (cuda")
     assert "CUDA_VISIBLE_DEVICES='2'" in str(raised.value) and "\n" not in str(raised.value)
     assert usage.resolve_backend(Settings(), controllers="emulate") == "emulate"  # the clean twin
+
+
+UNREACHABLE_CONTROLLER = """
+import pytest
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure_node(node):
+    node.workerinput["nosync_backend"] = "cuda"  # a controller that resolved cuda, its workers seeing no GPU
+"""
+
+
+@pytest.mark.slow
+def test_workers_that_cannot_reach_their_gpu_fail_each_test_with_one_sentence(pytester: pytest.Pytester) -> None:
+    """A worker's usage error was a traceback on the controller, and xdist started the worker again, and again: the
+    run ended `no tests ran` (exit 5). Each test fails with the sentence now."""
+    pytester.makeconftest(UNREACHABLE_CONTROLLER)
+    pytester.makepyfile("def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    result = pytester.runpytest_subprocess("--nosync", "-n", "2", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["--nosync: this xdist worker cannot run the backend its controller chose (cuda*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
