@@ -118,11 +118,11 @@ class PausedCollector:
     A collection at a moment of Python's choosing frees garbage of earlier work, or the block's own, in one step or
     another: memory figures read then depend on when it ran. `collect()` frees everything the block dropped, reference
     cycles included, and no CollectorFrees counts it back. It scans only what the block made: the objects that were
-    there before are frozen for the block (gc.freeze; a process that froze its own, as the census does, or whose
-    interpreter starts with objects frozen, as the device's Python 3.12 does, keeps its freeze, and its later objects
-    are scanned too), so a full collection costs milliseconds, where one of a process
-    with torch, transformers and diffusers imported took a fifth of a second here. Garbage of earlier work stays put
-    until the block ends."""
+    there before are frozen for the block (gc.freeze), so a full collection costs milliseconds, where one of a process
+    with torch, transformers and diffusers imported took a fifth of a second here. A process that froze objects itself
+    keeps its freeze, and what it made since is scanned too: a checking pytest run freezes what collection imported
+    (plugin.heap_freeze), and an interpreter may start with objects frozen, as the device's Python 3.12 does. Garbage
+    of earlier work stays put until the block ends."""
 
     def __enter__(self) -> PausedCollector:
         self._resume = gc.isenabled()

@@ -12,9 +12,7 @@ load are stood in for by repositories built in code (suite.hub_standins), and th
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
 import gc
 import inspect
 from collections.abc import Generator, Iterator
@@ -101,7 +99,6 @@ class Census:
         self.coverage = Coverage()  # each check's outcome, and the test modules that could not be imported
         self.header: list[str] = []  # what the run checks, said after collection
         self.workers_header: list[str] = []  # the same, as xdist's workers said it (the controller collects nothing)
-        self._froze = False  # whether this run froze the objects collection left (gc.freeze), to unfreeze them
 
     # ---- collection ----------------------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -150,13 +147,6 @@ class Census:
 
             self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
         self.header = self._header(session.items)
-        if census and not self._froze:
-            # diffusers' testers collect Python's garbage in every setUp; everything collection imported (torch,
-            # transformers, diffusers, the test modules) lives for the run, and scanning it each time was a fifth of
-            # a census on the H100. Frozen, a collection scans only what the checks made. Unfrozen at the end.
-            gc.freeze()
-            self._froze = True
-            _freeze_at_exit()
 
     @pytest.hookimpl(trylast=True)  # on the run's final selection (-k, -m)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -210,9 +200,6 @@ class Census:
                 self.workers_header.append(line)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self._froze:
-            gc.unfreeze()
-            self._froze = False
         if self.hub is not None:
             self.hub.restore()
             self.hub = None
@@ -415,11 +402,3 @@ def repo_of(test_file: Path) -> Path:
     """The repository of the tester classes: a contributor's diffusers checkout, whose src/ is the diffusers under
     test (a diffusers installed elsewhere is not the change's)."""
     return Path(test_file).resolve().parent
-
-
-@functools.cache
-def _freeze_at_exit() -> None:
-    """Python collects once more as a process ends and walks every object the imports made (2 s a worker on the 2-core
-    CPU, in each worker at a census's end, while the controller waits for them all). Frozen again at exit, that walk
-    is skipped; the run unfreezes at its end as before, so nothing but the process's end sees it."""
-    atexit.register(gc.freeze)

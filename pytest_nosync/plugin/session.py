@@ -108,9 +108,11 @@ class NosyncSession:
             config.pluginmanager.register(GpuSharing(settings.mps, settings.share_gpus), "nosync-gpu-sharing")
         from . import graph_helpers
         from .census import Census
+        from .heap_freeze import HeapFreeze
 
         session.census = Census(session)
         config.pluginmanager.register(session.census, "nosync-census")
+        config.pluginmanager.register(HeapFreeze(), "nosync-heap-freeze")
         if graph_helpers.wanted(session):
             session.suite.helpers = graph_helpers.GraphHelperRun(session)
             config.pluginmanager.register(session.suite.helpers, "nosync-graph-helpers")

@@ -1,0 +1,45 @@
+"""What collection imported, frozen for a checking run (gc.freeze), and unfrozen at its end.
+
+Everything collection imported (torch, transformers, diffusers, the test modules) lives for the run, and every full
+collection of Python's cyclic collector would scan it: diffusers' testers collect in every setUp (scanning it was a
+fifth of a census on the H100), and the growth check collects at each step end. A growth check's block freezes what
+was there before it only where the process has no freeze of its own (devices.PausedCollector keeps a caller's); where
+it has one (a serving runtime's `gc.freeze()`, an interpreter that starts with some objects frozen, as the device's
+Python 3.12 does), the run's freeze is what keeps those collections small: the suite's six emulated growth checks took
+14.6 s under an interpreter that froze at start, 5.3 s with this (docs/validation.md, section 26).
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import gc
+
+import pytest
+
+
+class HeapFreeze:
+    """Registered for every run that checks: freezes after collection, unfreezes at the run's end."""
+
+    def __init__(self) -> None:
+        self.froze = False
+
+    @pytest.hookimpl(trylast=True)  # after collection's own work (the census installs its hub stand-ins first)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self.froze:
+            gc.freeze()
+            self.froze = True
+            _freeze_at_exit()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.froze:
+            gc.unfreeze()
+            self.froze = False
+
+
+@functools.cache
+def _freeze_at_exit() -> None:
+    """Python collects once more as a process ends and walks every object the imports made (2 s a worker on the 2-core
+    CPU, in each worker at a census's end, while the controller waits for them all). Frozen again at exit, that walk
+    is skipped; the run unfreezes at its end as before, so nothing but the process's end sees it."""
+    atexit.register(gc.freeze)

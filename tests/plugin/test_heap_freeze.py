@@ -1,0 +1,45 @@
+"""A checking run freezes what collection imported and unfreezes it at its end (plugin.heap_freeze): the growth
+check's collections then scan what the tests made, also where the process had frozen objects of its own before the
+run, which the check's block keeps (the device's Python 3.12 starts with 375 frozen: every collection of the suite's
+growth checks scanned the whole heap)."""
+
+from __future__ import annotations
+
+import gc
+import json
+
+import pytest
+
+SEES = """
+import gc, json, pathlib
+
+def test_sees():
+    pathlib.Path(__file__).with_name("frozen.json").write_text(json.dumps(gc.get_freeze_count()))
+"""
+
+
+def _frozen_in_a_test(pytester: pytest.Pytester, *args: str) -> int:
+    pytester.makepyfile(test_sees=SEES)
+    pytester.runpytest(*args, "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    return json.loads((pytester.path / "frozen.json").read_text())
+
+
+def test_a_checking_run_freezes_what_collection_imported_and_unfreezes_it_at_its_end(pytester: pytest.Pytester) -> None:
+    assert gc.get_freeze_count() == 0
+    assert _frozen_in_a_test(pytester, "--nosync") > 1000  # torch, diffusers and the plugin's imports among them
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_run_that_checks_nothing_freezes_nothing(pytester: pytest.Pytester) -> None:
+    assert _frozen_in_a_test(pytester) == 0
+
+
+def test_objects_the_process_froze_before_the_run_are_not_all_a_test_sees_frozen(pytester: pytest.Pytester) -> None:
+    """Bug twin: with objects frozen before the run (as the device's interpreter starts), the growth check kept that
+    freeze and scanned everything made since at every step end; the run's own freeze now covers collection's."""
+    gc.freeze()
+    try:
+        before = gc.get_freeze_count()
+        assert _frozen_in_a_test(pytester, "--nosync") > before + 1000
+    finally:
+        gc.unfreeze()
