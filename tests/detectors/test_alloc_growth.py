@@ -44,7 +44,12 @@ def clean_loop_dropping_cycles(g, device: torch.device, steps: int = 4) -> None:
         with g.step():
             x = x * 2 + 1
             garbage_from_earlier_work(device)  # a cycle no one references: only the collector frees it
-            _churn = [[] for _ in range(5 * gc.get_threshold()[0])]  # containers enough for an automatic collection
+            _enough_for_a_collection()
+
+
+def _enough_for_a_collection() -> None:
+    """Containers enough that Python would start an automatic collection here (with the collector running)."""
+    _churn = [[] for _ in range(5 * gc.get_threshold()[0])]
 
 
 def _leak_line() -> str:
@@ -168,7 +173,7 @@ def test_a_leak_beside_the_steps_own_garbage_is_still_found(backend: str, device
             with g.step():
                 kept.append(x * 2)  # leak
                 garbage_from_earlier_work(device)
-                _churn = [[] for _ in range(5 * gc.get_threshold()[0])]
+                _enough_for_a_collection()
 
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
         leaky_and_dropping_cycles(g)
