@@ -6,10 +6,15 @@ and runs it eagerly: breaks, guards and recompiles happen in dynamo, before any 
 paid and the denoiser is traced once. The first step compiles; from its end on the stance is `fail_on_recompile`,
 so a recompile in a later step raises where it happens and becomes a finding naming the failed guard and the user
 line. `graph_breaks` reports both; `recompiles` only the recompiles.
+
+Within the first step dynamo may recompile a frame until its `recompile_limit` (a hook's resume frame, once per layer
+of another parameter shape, under layerwise casting or group offloading); then it runs that frame and everything it
+calls uncompiled, so no break below it is seen. That is a recompile finding at the frame, from dynamo's own warning.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
@@ -33,6 +38,15 @@ _USER_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fu
 _HEADER = re.compile(r"filename: '(?P<file>[^']+)', function name: '(?P<func>[^']+)', line number: (?P<line>\d+)")
 _GUARD = re.compile(r"^\s*-\s*\d+/\d+:\s*(?P<guard>.+?)(\s+#.*)?$", re.MULTILINE)
 RECOMPILE_MESSAGE = "Detected recompile"
+LIMIT_HINT = (
+    "dynamo gave up on this frame after its recompile limit: it and everything it calls run uncompiled, and no "
+    "graph break below it is counted. A guard that fails per call (a parameter shape per layer, a hook per module) "
+    "recompiles it; keep per-layer state out of the traced frame or raise torch._dynamo.config.recompile_limit"
+)
+_LIMIT_LOGGER = "torch._dynamo.convert_frame"
+_LIMIT_MESSAGE = "torch._dynamo hit config."
+_LIMIT_FUNCTION = re.compile(r"'(?P<func>[^']+)' \((?P<file>.+):(?P<line>\d+)\)$")
+_RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
 
 
 class DynamoDetector(Detector):
@@ -47,6 +61,7 @@ class DynamoDetector(Detector):
         self.breaks: list[tuple[int | None, Any]] = []  # (step, GraphCompileReason) of each graph cut by a break
         self.ops = 0
         self.calls = 0
+        self._limit_log = _LimitLog(self)
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
@@ -66,6 +81,7 @@ class DynamoDetector(Detector):
                 return compiled(*args, **kwargs)
 
         self._patches.setattr(denoiser, "forward", forward)
+        logging.getLogger(_LIMIT_LOGGER).addHandler(self._limit_log)
 
     def _backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
         step = self.ctx.current_step
@@ -87,6 +103,7 @@ class DynamoDetector(Detector):
                 self._stance = None
             self._patches.undo()
         finally:
+            logging.getLogger(_LIMIT_LOGGER).removeHandler(self._limit_log)
             torch._dynamo.reset()  # leave no compiled code or cache entries behind for later tests
 
     def findings(self) -> list[Finding]:
@@ -124,6 +141,28 @@ class DynamoDetector(Detector):
         ended_by_check(exc)
         return True
 
+    def limit_hit(self, record: logging.LogRecord) -> None:
+        """Dynamo's warning that a frame hit its recompile limit (args: limit name, limit, frame, last reason)."""
+        args = record.args if isinstance(record.args, tuple) else ()
+        if len(args) < 4:
+            return
+        limit, value, frame, reason = args[:4]
+        match = _LIMIT_FUNCTION.search(str(frame))
+        frames = []
+        if match:
+            func, line = match["func"], int(match["line"])
+            resumed = _RESUME.match(func)  # a resume frame starts at the break it resumes after
+            if resumed:
+                func, line = resumed["func"], int(resumed["line"])
+            frames.append(Frame(match["file"], line, func))
+        self.ctx.record(
+            Kind.RECOMPILE,
+            frames,
+            hint=LIMIT_HINT,
+            detail=f"recompile limit: dynamo hit config.{limit} ({value}) on {frame}; last reason: {reason}",
+            source=self.name,
+        )
+
     def unchecked(self) -> str | None:
         if self.calls and not self.compiles:
             return (
@@ -144,6 +183,19 @@ class DynamoDetector(Detector):
             # compiles a second whole graph, which is no break
             report.metrics["graph_break_count"] = len(self.breaks)
             report.metrics["op_count"] = self.ops
+
+
+class _LimitLog(logging.Handler):
+    """Hands the detector dynamo's recompile-limit warning while it is armed (a handler on dynamo's logger: the
+    warning is the only place dynamo says which frame it stopped compiling)."""
+
+    def __init__(self, detector: DynamoDetector) -> None:
+        super().__init__(logging.WARNING)
+        self.detector = detector
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if isinstance(record.msg, str) and record.msg.startswith(_LIMIT_MESSAGE):
+            self.detector.limit_hit(record)
 
 
 def _checks(options: GuardOptions) -> list[str]:

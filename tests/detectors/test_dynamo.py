@@ -82,6 +82,30 @@ class Clean(torch.nn.Module):
         return torch.where(self.linear(x) > 0, x, -x)
 
 
+class Widening(torch.nn.Module):
+    """A break in every block of a stack whose widths differ, as a casting hook breaks in every layer: the frame that
+    resumes after it recompiles once per width (parameter shapes are static) until dynamo's recompile limit."""
+
+    def __init__(self, widths: list[int]) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(_Block(width) for width in widths)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class _Block(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.up, self.down = torch.nn.Linear(8, width), torch.nn.Linear(width, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print(end="")  # limit: the frame resuming after this break recompiles per width
+        return self.down(self.up(x))
+
+
 def _guarded(module: torch.nn.Module, x: torch.Tensor, checks: tuple[str, ...], backend: str = "emulate"):
     pipe = SimpleNamespace(transformer=module)
     with torch.no_grad(), nosync_guard(pipe, checks=checks, backend=backend) as g:
@@ -171,3 +195,24 @@ def test_without_a_denoiser_the_check_says_it_did_not_run() -> None:
         pass
     assert g.report.passed is False and "needs" not in g.report.not_checked[0]
     assert "guard a pipeline" in g.report.not_checked[0]
+
+
+def test_a_frame_past_its_recompile_limit_is_a_recompile_at_its_line(backend: str, device: torch.device) -> None:
+    """Bug twin: twelve widths recompile the resumed frame past the limit (8); dynamo runs the rest uncompiled."""
+    import logging
+
+    where = for_checks(device, ("graph_breaks",))
+    handlers = list(logging.getLogger("torch._dynamo.convert_frame").handlers)
+    module = Widening(list(range(9, 21))).to(where)
+    report = _guarded(module, torch.randn(2, 8, device=where), ("graph_breaks",), backend)
+    limits = [f for f in report.of_kind("recompile") if f.detail.startswith("recompile limit")]
+    assert len(limits) == 1 and limits[0].step == 0, report.findings
+    assert f"{os.path.realpath(limits[0].filename)}:{limits[0].lineno}" == _line(_Block.forward, "limit")
+    assert "recompile_limit (8)" in limits[0].detail and report.passed is False
+    assert logging.getLogger("torch._dynamo.convert_frame").handlers == handlers  # the detector's handler is gone
+
+
+def test_the_same_stack_of_one_width_stays_within_the_limit(backend: str, device: torch.device) -> None:
+    where = for_checks(device, ("graph_breaks",))
+    report = _guarded(Widening([16] * 12).to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
+    assert report.of_kind("recompile") == [] and report.metrics["compiles_per_step"] == {"0": 1}, report.findings
