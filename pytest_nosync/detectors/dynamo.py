@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ..emulation import cuda_map
+from ..emulation import device as emulated_device
 from ..findings import Finding, Frame, Kind, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
@@ -77,7 +78,8 @@ class DynamoDetector(Detector):
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            with cuda_map.paused():  # dynamo must trace the model, not the emulation's CUDA mapping
+            # dynamo must trace the model, not the emulation's CUDA mapping or its torch patches
+            with cuda_map.paused(), emulated_device.torch_as_is():
                 return compiled(*args, **kwargs)
 
         self._patches.setattr(denoiser, "forward", forward)

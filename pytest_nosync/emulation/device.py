@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -70,6 +71,33 @@ def install() -> torch.device:
     _state["tensor_data"] = tensor.accept_device_data()
     _state["device"] = device
     return device
+
+
+@contextlib.contextmanager
+def torch_as_is() -> Iterator[None]:
+    """torch's own `torch.tensor` and `Tensor.data` inside the block, where `install` put the emulation's: dynamo
+    compiling a model on the plain CPU must trace torch, not the emulation. Its `Tensor.data` setter is a Python frame
+    dynamo compiles wherever torch assigns `.data` outside a graph (a module's `.to()` after a casting hook's break),
+    once per dtype, past the recompile limit: a finding no GPU has."""
+    if "device" not in _state:
+        yield
+        return
+    installed_tensor, installed_data = torch.tensor, torch.Tensor.__dict__.get("data")
+    torch.tensor = _state["tensor_from_data"]
+    _set_tensor_data(_state["tensor_data"])
+    try:
+        yield
+    finally:
+        torch.tensor = installed_tensor
+        _set_tensor_data(installed_data)
+
+
+def _set_tensor_data(descriptor: Any) -> None:
+    """`Tensor.data` as `descriptor`, or TensorBase's own where it is None."""
+    if descriptor is not None:
+        torch.Tensor.data = descriptor  # type: ignore[assignment]
+    elif "data" in torch.Tensor.__dict__:
+        del torch.Tensor.data
 
 
 class EmulatedGenerator(torch.Generator):

@@ -106,6 +106,18 @@ class _Block(torch.nn.Module):
         return self.down(self.up(x))
 
 
+class _Recast(_Block):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # a casting hook's moves, unrolled (a break in a loop skips the frame): each a break, then torch assigns every
+        # parameter's `.data` outside the graph
+        self.to(torch.float16)
+        self.to(torch.bfloat16)
+        self.to(torch.float64)
+        self.to(torch.float8_e4m3fn)
+        self.to(torch.float32)
+        return self.down(self.up(x))
+
+
 def _guarded(module: torch.nn.Module, x: torch.Tensor, checks: tuple[str, ...], backend: str = "emulate"):
     pipe = SimpleNamespace(transformer=module)
     with torch.no_grad(), nosync_guard(pipe, checks=checks, backend=backend) as g:
@@ -216,3 +228,24 @@ def test_the_same_stack_of_one_width_stays_within_the_limit(backend: str, device
     where = for_checks(device, ("graph_breaks",))
     report = _guarded(Widening([16] * 12).to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
     assert report.of_kind("recompile") == [] and report.metrics["compiles_per_step"] == {"0": 1}, report.findings
+
+
+def test_under_the_emulation_dynamo_traces_torch_not_the_emulation(backend: str, device: torch.device) -> None:
+    """Bug twin: the emulation installs a Python `Tensor.data` setter for the process. A plain-CPU graph check that
+    let dynamo see it compiled that setter once per dtype and shape, past the recompile limit: a finding in the
+    emulation's own code, which no GPU has (Flux under layerwise casting). Traced with torch's own `Tensor.data`, what
+    is left is the model's: its frames, recompiled per width."""
+    from pytest_nosync.emulation import tensor as emulated_tensor
+
+    if device.type != "emu":
+        pytest.skip("the emulated device only")
+    stack = Widening(list(range(9, 21)))
+    for block in stack.blocks:
+        block.__class__ = _Recast
+    report = _guarded(stack, torch.randn(2, 8), ("graph_breaks",), backend)
+    recompiles = report.of_kind("recompile")
+    emulation = os.path.realpath(emulated_tensor.__file__)
+    assert recompiles and not [f for f in report.findings if emulation in f.detail or f.filename == emulation], (
+        report.findings
+    )
+    assert {os.path.realpath(f.filename) for f in recompiles} == {os.path.realpath(__file__)}, recompiles
