@@ -133,12 +133,8 @@ class DynamoDetector(Detector):
         if header:
             frames.append(Frame(header["file"], int(header["line"]), header["func"]))
         guard_failure = _GUARD.search(message)
-        self.ctx.record(
-            Kind.RECOMPILE,
-            frames,
-            hint=RECOMPILE_HINT,
-            detail=f"recompile: {guard_failure['guard'] if guard_failure else 'guard failure'}",
-            source=self.name,
+        self._recompile(
+            frames, RECOMPILE_HINT, f"recompile: {guard_failure['guard'] if guard_failure else 'guard failure'}"
         )
         ended_by_check(exc)
         return True
@@ -150,20 +146,21 @@ class DynamoDetector(Detector):
             return
         limit, value, frame, reason = args[:4]
         match = _LIMIT_FUNCTION.search(str(frame))
-        frames = []
+        frames: list[Frame] = []
         if match:
             func, line = match["func"], int(match["line"])
             resumed = _RESUME.match(func)  # a resume frame starts at the break it resumes after
             if resumed:
                 func, line = resumed["func"], int(resumed["line"])
             frames.append(Frame(match["file"], line, func))
-        self.ctx.record(
-            Kind.RECOMPILE,
+        self._recompile(
             frames,
-            hint=LIMIT_HINT,
-            detail=f"recompile limit: dynamo hit config.{limit} ({value}) on {frame}; last reason: {reason}",
-            source=self.name,
+            LIMIT_HINT,
+            f"recompile limit: dynamo hit config.{limit} ({value}) on {frame}; last reason: {reason}",
         )
+
+    def _recompile(self, frames: list[Frame], hint: str, detail: str) -> None:
+        self.ctx.record(Kind.RECOMPILE, frames, hint=hint, detail=detail, source=self.name)
 
     def unchecked(self) -> str | None:
         if self.calls and not self.compiles:
