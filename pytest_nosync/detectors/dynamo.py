@@ -48,6 +48,7 @@ _LIMIT_LOGGER = "torch._dynamo.convert_frame"
 _LIMIT_MESSAGE = "torch._dynamo hit config."
 _LIMIT_FUNCTION = re.compile(r"'(?P<func>[^']+)' \((?P<file>.+):(?P<line>\d+)\)$")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
+_LIMIT_TYPE = "Dynamo recompile limit exceeded"  # how dynamo's counters name the event, logged or not
 
 
 class DynamoDetector(Detector):
@@ -63,6 +64,7 @@ class DynamoDetector(Detector):
         self.ops = 0
         self.calls = 0
         self._limit_log = _LimitLog(self)
+        self._limits_before = self._limits_logged = self._limits_unlogged = 0
 
     def arm(self, ctx: StepContext) -> None:
         super().arm(ctx)
@@ -83,6 +85,7 @@ class DynamoDetector(Detector):
                 return compiled(*args, **kwargs)
 
         self._patches.setattr(denoiser, "forward", forward)
+        self._limits_before = _limits_counted()
         logging.getLogger(_LIMIT_LOGGER).addHandler(self._limit_log)
 
     def _backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
@@ -106,12 +109,15 @@ class DynamoDetector(Detector):
             self._patches.undo()
         finally:
             logging.getLogger(_LIMIT_LOGGER).removeHandler(self._limit_log)
+            # a limit hit whose warning was not logged (dynamo's logger above WARNING) still counts, without a place
+            self._limits_unlogged = max(0, _limits_counted() - self._limits_before - self._limits_logged)
             torch._dynamo.reset()  # leave no compiled code or cache entries behind for later tests
 
     def findings(self) -> list[Finding]:
+        found = [self._unlogged_limits()] if self._limits_unlogged else []
         if not self.report_breaks:
-            return []
-        return [
+            return found
+        return found + [
             denoiser_finding(
                 Kind.GRAPH_BREAK,
                 [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in reversed(reason.user_stack)],
@@ -144,6 +150,7 @@ class DynamoDetector(Detector):
         args = record.args if isinstance(record.args, tuple) else ()
         if len(args) < 4:
             return
+        self._limits_logged += 1
         limit, value, frame, reason = args[:4]
         match = _LIMIT_FUNCTION.search(str(frame))
         frames: list[Frame] = []
@@ -157,6 +164,18 @@ class DynamoDetector(Detector):
             frames,
             LIMIT_HINT,
             f"recompile limit: dynamo hit config.{limit} ({value}) on {frame}; last reason: {reason}",
+        )
+
+    def _unlogged_limits(self) -> Finding:
+        step = next((step for step in self.compiles if step is not None), 0)
+        return denoiser_finding(
+            Kind.RECOMPILE,
+            [],
+            step,
+            LIMIT_HINT,
+            f"recompile limit: dynamo stopped compiling {self._limits_unlogged} frame(s) at its recompile limit; its "
+            "warning naming them was not logged (the torch._dynamo logger is above WARNING)",
+            self.name,
         )
 
     def _recompile(self, frames: list[Frame], hint: str, detail: str) -> None:
@@ -195,6 +214,12 @@ class _LimitLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if isinstance(record.msg, str) and record.msg.startswith(_LIMIT_MESSAGE):
             self.detector.limit_hit(record)
+
+
+def _limits_counted() -> int:
+    from torch._dynamo.utils import counters
+
+    return sum(n for msg, n in counters["unimplemented"].items() if msg.startswith(_LIMIT_TYPE))
 
 
 def _checks(options: GuardOptions) -> list[str]:

@@ -224,6 +224,24 @@ def test_a_frame_past_its_recompile_limit_is_a_recompile_at_its_line(backend: st
     assert logging.getLogger("torch._dynamo.convert_frame").handlers == handlers  # the detector's handler is gone
 
 
+def test_a_limit_hit_with_dynamo_warnings_silenced_still_fails(backend: str, device: torch.device) -> None:
+    """Bug twin: with dynamo's logger above WARNING (`TORCH_LOGS="-dynamo"`) its warning never reaches the handler;
+    dynamo's counters still count the hit, so it is a finding without a place, not a pass."""
+    import logging
+
+    where = for_checks(device, ("graph_breaks",))
+    dynamo_logger = logging.getLogger("torch._dynamo")
+    level = dynamo_logger.level
+    dynamo_logger.setLevel(logging.ERROR)
+    try:
+        report = _guarded(Widening(list(range(9, 21))).to(where), torch.randn(2, 8, device=where), ("graph_breaks",),
+                          backend)  # fmt: skip
+    finally:
+        dynamo_logger.setLevel(level)
+    limits = [f for f in report.of_kind("recompile") if f.detail.startswith("recompile limit")]
+    assert len(limits) == 1 and "was not logged" in limits[0].detail and report.passed is False, report.findings
+
+
 def test_the_same_stack_of_one_width_stays_within_the_limit(backend: str, device: torch.device) -> None:
     where = for_checks(device, ("graph_breaks",))
     report = _guarded(Widening([16] * 12).to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
