@@ -48,7 +48,8 @@ _LIMIT_LOGGER = "torch._dynamo.convert_frame"
 _LIMIT_MESSAGE = "torch._dynamo hit config."
 _LIMIT_FUNCTION = re.compile(r"'(?P<func>[^']+)' \((?P<file>.+):(?P<line>\d+)\)$")
 _RESUME = re.compile(r"^torch_dynamo_resume_in_(?P<func>.+)_at_(?P<line>\d+)$")
-_LIMIT_TYPE = "Dynamo recompile limit exceeded"  # how dynamo's counters name the event, logged or not
+# how dynamo's counters name the event, logged or not: its graph-break type, or before those types the bare message
+_LIMIT_EVENT = re.compile(r"^(Dynamo recompile limit exceeded|(recompile|cache_size|accumulated_\w+)_limit reached)")
 
 
 class DynamoDetector(Detector):
@@ -219,7 +220,7 @@ class _LimitLog(logging.Handler):
 def _limits_counted() -> int:
     from torch._dynamo.utils import counters
 
-    return sum(n for msg, n in counters["unimplemented"].items() if msg.startswith(_LIMIT_TYPE))
+    return sum(n for msg, n in counters["unimplemented"].items() if _LIMIT_EVENT.match(msg))
 
 
 def _checks(options: GuardOptions) -> list[str]:
