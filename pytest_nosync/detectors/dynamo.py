@@ -81,8 +81,8 @@ class DynamoDetector(Detector):
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
-            # dynamo must trace the model, not the emulation's CUDA mapping or its torch patches
-            with cuda_map.paused(), emulated_device.torch_as_is():
+            # dynamo must trace the model, not the emulation's CUDA mapping or its `.data` setter
+            with cuda_map.paused(), emulated_device.tensor_data_as_is():
                 return compiled(*args, **kwargs)
 
         self._patches.setattr(denoiser, "forward", forward)

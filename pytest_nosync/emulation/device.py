@@ -74,22 +74,21 @@ def install() -> torch.device:
 
 
 @contextlib.contextmanager
-def torch_as_is() -> Iterator[None]:
-    """torch's own `torch.tensor` and `Tensor.data` inside the block, where `install` put the emulation's: dynamo
-    compiling a model on the plain CPU must trace torch, not the emulation. Its `Tensor.data` setter is a Python frame
-    dynamo compiles wherever torch assigns `.data` outside a graph (a module's `.to()` after a casting hook's break),
-    once per dtype, past the recompile limit: a finding no GPU has."""
+def tensor_data_as_is() -> Iterator[None]:
+    """torch's own `Tensor.data` inside the block, where `install` put the emulation's: dynamo compiling a model on the
+    plain CPU must trace torch, not the emulation. The emulation's setter is a Python frame dynamo compiles wherever
+    torch assigns `.data` outside a graph (a module's `.to()` after a casting hook's break), once per dtype, past the
+    recompile limit: a finding no GPU has. `torch.tensor` stays the emulation's: a dynamo imported after `install`
+    took that wrapper for torch.tensor and would not know the builtin (a break at every `torch.tensor(...)`)."""
     if "device" not in _state:
         yield
         return
-    installed_tensor, installed_data = torch.tensor, torch.Tensor.__dict__.get("data")
-    torch.tensor = _state["tensor_from_data"]
+    installed = torch.Tensor.__dict__.get("data")
     _set_tensor_data(_state["tensor_data"])
     try:
         yield
     finally:
-        torch.tensor = installed_tensor
-        _set_tensor_data(installed_data)
+        _set_tensor_data(installed)
 
 
 def _set_tensor_data(descriptor: Any) -> None:

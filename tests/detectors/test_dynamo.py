@@ -267,3 +267,48 @@ def test_under_the_emulation_dynamo_traces_torch_not_the_emulation(backend: str,
         report.findings
     )
     assert {os.path.realpath(f.filename) for f in recompiles} == {os.path.realpath(__file__)}, recompiles
+
+
+_IMPORTED_AFTER_THE_EMULATION = """
+import json, sys, torch
+from pytest_nosync.emulation import device
+assert "torch._dynamo" not in sys.modules
+device.install()  # an emulated session installs the device before anything imports dynamo
+from types import SimpleNamespace
+from pytest_nosync import nosync_guard
+
+class Indexing(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.linear(x)
+        index = torch.tensor([[0] * 4 + [1] * 4], device=x.device, dtype=torch.int)  # QwenImage's modulate_index
+        return y * index
+
+module = Indexing()
+with torch.no_grad(), nosync_guard(SimpleNamespace(transformer=module), checks=("graph_breaks",),
+                                   backend="emulate") as g:
+    for step in range(3):
+        with g.step():
+            module(torch.randn(2, 8))
+print(json.dumps([[f.kind, f.detail] for f in g.report.findings] + [g.report.metrics["graph_count"]]))
+"""
+
+
+def test_a_dynamo_imported_after_the_emulation_still_knows_torch_tensor(device: torch.device) -> None:
+    """Bug twin: a dynamo first imported under the emulation took its `torch.tensor` wrapper for torch.tensor. Putting
+    the builtin back while compiling made every `torch.tensor(...)` a break there (QwenImage Edit's emulated graph
+    check; none on a GPU). A fresh process, as an emulated session starts."""
+    import json
+    import subprocess
+    import sys
+
+    if device.type != "emu":
+        pytest.skip("the emulated device only")
+    run = subprocess.run([sys.executable, "-c", _IMPORTED_AFTER_THE_EMULATION], capture_output=True, text=True,
+                         timeout=300, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    *findings, graphs = json.loads(run.stdout.strip().splitlines()[-1])
+    assert findings == [] and graphs == 1, (findings, graphs)
