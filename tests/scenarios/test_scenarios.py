@@ -176,6 +176,16 @@ def test_the_library_turns_a_scenario_on_for_a_users_pipeline(backend: str, devi
         apply_scenario(loop_pipeline.build(device), "first_block_cache", device=device)
 
 
+@pytest.mark.parametrize("scenario", ["sequential_cpu_offload", "group_offload_leaf_stream"])
+def test_offloading_to_an_accelerator_does_not_apply_on_the_cpu(scenario: str) -> None:
+    """Bug twin: on the plain CPU, where the emulation runs its graph checks, accelerate and diffusers raise inside
+    these two (an `error` finding at their line, read as an upstream bug). They do not apply there, with the reason."""
+    cpu = torch.device("cpu")
+    pipe = build_pipeline(TARGETS["flux"], cpu, torch.float32)
+    with pytest.raises(NotApplicable, match=f"{scenario} cannot run on the CPU: it moves weights"):
+        apply_scenario(pipe, scenario, device=cpu)
+
+
 def test_an_attention_backend_scenario_leaves_later_pipelines_on_the_process_default() -> None:
     """diffusers' `set_attention_backend` also makes its backend the process-wide default (the bug twin: turned on
     alone, it stays). A run checks many pipelines in one process: prepared by the plugin, the scenario's own calls
