@@ -225,7 +225,10 @@ class NosyncSession:
             return
         marker = metafunc.definition.get_closest_marker("nosync")
         if marker is not None and "scenarios" in marker.kwargs:  # a marked test of the user's own pipeline
-            scenarios = table.parse_marker((), {"scenarios": marker.kwargs["scenarios"]})["scenarios"]
+            try:
+                scenarios = table.parse_marker((), {"scenarios": marker.kwargs["scenarios"]})["scenarios"]
+            except table.OptionError:
+                return  # a usage error naming the test once collection ends (plugin's pytest_collection_modifyitems)
             if "nosync_scenario" not in metafunc.fixturenames:
                 metafunc.fixturenames.append("nosync_scenario")
             metafunc.parametrize("nosync_scenario", [pytest.param(s, id=s.name) for s in scenarios], indirect=True)

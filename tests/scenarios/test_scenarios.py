@@ -255,6 +255,41 @@ def test_a_scenario_that_cannot_be_run_is_one_sentence_before_anything_runs(
     assert said in line, line
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ('["bogus_cache"]', "test_marked.py::test_mine: nosync marker: 'scenarios': unknown scenario 'bogus_cache'; "
+         "known: all, plain, "),
+        ('["first_block_cache:threshold=99"]', "test_marked.py::test_mine: nosync marker: 'scenarios': "
+         "first_block_cache:threshold must be in [0.0, 10.0], got '99'"),
+        ('"mag_cache:tresh=1"', "test_marked.py::test_mine: nosync marker: 'scenarios': scenario mag_cache has no "
+         "parameter 'tresh'"),
+    ],
+    ids=["unknown", "out_of_range", "no_such_parameter"],
+)  # fmt: skip
+@pytest.mark.parametrize("checking", [True, False])
+def test_a_bad_scenario_in_a_marker_is_one_sentence_before_anything_runs(
+    pytester: pytest.Pytester, given: str, said: str, checking: bool
+) -> None:
+    """As every other bad marker value: with --nosync it was a collection error with a traceback (exit 2)."""
+    pytester.makepyfile(
+        test_marked=f"""
+        import pytest
+
+        @pytest.mark.nosync(scenarios={given})
+        def test_mine():
+            open("ran", "w").close()
+        """
+    )
+    result = pytester.runpytest(*(["--nosync"] if checking else []), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "ran").exists()
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "Error" not in result.stdout.str(), output
+    (line,) = [line for line in result.stderr.lines if line.strip()]
+    assert said in line, line
+
+
 @pytest.mark.parametrize(("settings", "fill"), [("", 3), (":max_order=2", 5), (":disable_cache_before_step=3", 2)])
 def test_growth_under_taylorseer_is_judged_once_its_factors_are_filled(
     backend: str, device: torch.device, monkeypatch: pytest.MonkeyPatch, settings: str, fill: int
