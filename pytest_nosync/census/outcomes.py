@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..findings import Kind, Report, Status, _Named
+from ..findings import Kind, Location, Report, Status, _Named
+from ..source_identity import package_path
 
 SCHEMA = "pytest-nosync-census/2"
 ACCEPTED = (Status.KNOWN, Status.ALLOWED)
@@ -34,17 +35,32 @@ class CensusSchemaError(ValueError):
 @dataclass(frozen=True)
 class CheckOutcome:
     """One check's outcome. `reason`: why it raised, could not run or was skipped; `accepted`: a baseline entry accepts
-    the raise or the not-checked; `pipeline`: the class its tester builds."""
+    the raise or the not-checked; `pipeline`: the class its tester builds. A raise also says what raised, in the words
+    of what happened: the exception's type, its message's first line and its raise site (`where`, inside its package:
+    `diffusers/hooks/faster_cache.py:470`), the same on every machine."""
 
     verdict: Verdict
     passed: bool | None = None
     reason: str = ""
     accepted: bool = False
     pipeline: str = ""
+    exception: str = ""
+    message: str = ""
+    where: str = ""
 
     def __post_init__(self) -> None:
         if type(self.verdict) is not Verdict:
             object.__setattr__(self, "verdict", Verdict(self.verdict))
+
+    @property
+    def cause(self) -> tuple[str, str]:
+        """What a raise is grouped by: its exception's type and its raise site (a message varies with shapes)."""
+        return self.exception, self.where
+
+    def cause_text(self) -> str:
+        """The raise in one line: `IndexError: tuple index out of range` at `diffusers/hooks/faster_cache.py:470`."""
+        said = _code(f"{self.exception}: {self.message}" if self.message else self.exception or self.reason)
+        return f"{said} at {_code(self.where)}" if self.where else said
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": str(self.verdict)}
@@ -61,8 +77,29 @@ def outcome_of(report: Report, pipeline: str = "") -> CheckOutcome:
         found = report.of_kind(kind)
         if found:
             accepted = all(f.status in ACCEPTED for f in found)
-            return CheckOutcome(verdict, report.passed, found[0].detail, accepted, pipeline)
+            first = found[0]
+            if kind != Kind.ERROR:
+                return CheckOutcome(verdict, report.passed, first.detail, accepted, pipeline)
+            message = (str(first.data.get("message", "")).strip().splitlines() or [""])[0][:200]
+            exception = str(first.data.get("exception", "")) or first.detail.partition(":")[0]
+            return CheckOutcome(verdict, report.passed, first.detail, accepted, pipeline, exception, message,
+                                short_place(first.where))  # fmt: skip
     return CheckOutcome(Verdict.CHECKED, report.passed, pipeline=pipeline)
+
+
+def _code(text: str) -> str:
+    """Markdown code of `text`, also where it holds a backtick (diffusers' messages quote attribute names so)."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def short_place(where: Location) -> str:
+    """A place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
+    file = where.file.replace("\\", "/")
+    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
+        return str(where)
+    at = file.rfind("/diffusers/")
+    inside = file[at + 1 :] if at >= 0 else package_path(where.file)
+    return str(Location(inside, where.line))
 
 
 def skipped(reason: str, pipeline: str = "") -> CheckOutcome:
@@ -116,9 +153,9 @@ class Coverage:
             others = [f"{n} {what}" for n, what in ((raised, "raised"), (not_checked, "not checked"),
                                                      (skipped_, "not checkable here")) if n]  # fmt: skip
             lines.append(line + (f"; {', '.join(others)}:" if others else ""))
-            if raised:
-                testers = {t for t, checks in self.outcomes.items() for o in checks.values() if o.verdict == "raised"}
-                lines.append(f"  {raised} check(s) of {len(testers)} class(es) raised (their failures say where)")
+            for cause, where in self._by_cause().items():  # what raised, where: the failures give the stacks
+                testers = {w.rsplit("::", 1)[0] for w in where}
+                lines.append(f"  {len(where)} check(s) of {len(testers)} class(es) raised {cause} (e.g. {where[0]})")
             for verdict, said in ((Verdict.NOT_CHECKED, "not checked"), (Verdict.SKIPPED, "not checkable here")):
                 for reason, where in self.reasons(verdict).items():
                     testers = {w.rsplit("::", 1)[0] for w in where}
@@ -133,6 +170,16 @@ class Coverage:
                 f"(e.g. {modules[0]})"
             )
         return lines
+
+    def _by_cause(self) -> dict[str, list[str]]:
+        """The raised checks by what raised (`IndexError at diffusers/...:470: <first line>`), most frequent first."""
+        out: dict[str, list[str]] = {}
+        for tester, checks in self.outcomes.items():
+            for column, o in checks.items():
+                if o.verdict == Verdict.RAISED:
+                    said = f"{o.exception} at {o.where}: {o.message}" if o.exception else o.reason
+                    out.setdefault(said.rstrip(": "), []).append(f"{tester}::{column}")
+        return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
 
     def _outcome(self, where: str) -> CheckOutcome:
         tester, column = where.rsplit("::", 1)

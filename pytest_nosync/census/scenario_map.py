@@ -18,6 +18,7 @@ from ..checks import CHECKS
 from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS
 from .outcomes import Coverage, Verdict
+from .raises import Causes, causes
 from .table import Cell, rows
 
 
@@ -43,10 +44,12 @@ class ScenarioMap:
             "| pipeline | " + " | ".join(self.scenarios) + " |",
             "| --- | " + " | ".join("---" for _ in self.scenarios) + " |",
         ]  # fmt: skip
+        raises = causes(cell.outcome for cell in self.cells.values())
         for pipeline in self.pipelines:
-            cells = [_count(self.cells.get((pipeline, s))) for s in self.scenarios]
+            cells = [_count(self.cells.get((pipeline, s)), raises) for s in self.scenarios]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in (pipeline, *cells)) + " |")
-        return "\n".join(lines) + "\n"
+        notes = raises.footnotes()
+        return "\n".join(lines + (["", *notes] if notes else [])) + "\n"
 
     def against_plain(self, scenario: str) -> tuple[int, int, int]:
         """(more, as many, fewer): the pipelines whose count under `scenario` is above, equal to, below the plain
@@ -87,11 +90,12 @@ def measure(check: str) -> str:
     return known.column if known is not None and known.column else check
 
 
-def _count(cell: Cell | None) -> str:
-    """A map's cell: the count where the check reached its verdict, else its state and short reason."""
+def _count(cell: Cell | None, raises: Causes | None = None) -> str:
+    """A map's cell: the count where the check reached its verdict, else its state and short reason (a raise: its
+    cause's footnote)."""
     if cell is None:
         return "not run"
-    return str(cell.count) if cell.checked else cell.text()
+    return str(cell.count) if cell.checked else cell.text(raises)
 
 
 def scenario_map(reports: Iterable[Report], coverage: Coverage, check: str = "syncs") -> ScenarioMap:

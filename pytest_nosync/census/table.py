@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..checks import CHECKS, SUITE_CHECKS
-from ..findings import Kind, Location, Phase, Report, Status
-from ..source_identity import package_path
+from ..findings import Kind, Phase, Report, Status
 from . import ids
-from .outcomes import CheckOutcome, Coverage, Verdict
+from .outcomes import CheckOutcome, Coverage, Verdict, outcome_of, short_place
+from .raises import Causes, causes
 
 COUNTED = (Status.FAIL, Status.KNOWN, Status.BUDGET)  # what the code does, whatever the policy made of it
 
@@ -39,12 +39,14 @@ class Cell:
     def checked(self) -> bool:
         return self.outcome is not None and self.outcome.verdict == Verdict.CHECKED
 
-    def text(self) -> str:
+    def text(self, raises: Causes | None = None) -> str:
+        """The cell as a table says it; a raise points at its cause's footnote where `raises` numbers it."""
         outcome = self.outcome
         if outcome is None:
             return "not run"
         if outcome.verdict == Verdict.RAISED:
-            return "raised"
+            ref = raises.ref(outcome) if raises is not None else ""
+            return f"raised {ref}" if ref else "raised"
         if outcome.verdict in (Verdict.NOT_CHECKED, Verdict.SKIPPED):
             return f"not checked: {short_reason(outcome.reason)}"
         if not self.places:
@@ -104,10 +106,12 @@ def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[s
         "| pipeline | tester | " + " | ".join(column_title(c) for c in wanted) + " | notes |",
         "| --- | --- | " + " | ".join("---" for _ in wanted) + " | --- |",
     ]
+    raises = causes(cell.outcome for row in table for cell in row.cells.values())
     for row in table:
-        cells = (row.pipeline, row.short_tester, *(row.cells[c].text() for c in wanted), row.note)
+        cells = (row.pipeline, row.short_tester, *(row.cells[c].text(raises) for c in wanted), row.note)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-    return "\n".join(lines) + "\n"
+    notes = raises.footnotes("check")
+    return "\n".join(lines + (["", *notes] if notes else [])) + "\n"
 
 
 def column_title(column: str) -> str:
@@ -117,6 +121,9 @@ def column_title(column: str) -> str:
 
 
 def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> Cell:
+    if outcome is not None and outcome.verdict == Verdict.RAISED and not outcome.exception and report is not None:
+        # a report written before outcomes said what raised: its `error` finding says it
+        outcome = replace(outcome_of(report, outcome.pipeline), accepted=outcome.accepted)
     if outcome is None or outcome.verdict != Verdict.CHECKED or report is None:
         return Cell(outcome)
     check = CHECKS.get(column.split("-")[0])
@@ -124,7 +131,7 @@ def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> C
     found = [f for f in report.findings if f.kind in kinds and f.phase == Phase.IN_STEP and f.status in COUNTED]
     places: Counter[str] = Counter()
     for f in found:
-        places[_short(f.where)] += f.count
+        places[short_place(f.where)] += f.count
     if check is not None and check.per_steady_step:
         per_step: Counter[int] = Counter()
         for f in found:
@@ -140,16 +147,6 @@ def _top(places: Mapping[str, int], n: int = 3) -> str:
     ranked = Counter(places).most_common()
     shown = ", ".join(f"`{place}`" for place, _ in ranked[:n])
     return shown + (f" (+{len(ranked) - n})" if len(ranked) > n else "")
-
-
-def _short(where: Location) -> str:
-    """The place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
-    file = where.file.replace("\\", "/")
-    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
-        return str(where)
-    at = file.rfind("/diffusers/")
-    inside = file[at + 1 :] if at >= 0 else package_path(where.file)
-    return str(Location(inside, where.line))
 
 
 def _pipeline_of(reports: Iterable[Report]) -> str:
@@ -188,7 +185,10 @@ _SHORT = (
     (r"has no (enable_\w*offload|enable_layerwise_casting|set_attention_backend|add_adapter)", r"no \1"),
     (r"takes no PEFT adapter", "no adapters"),
     (r"peft is not installed", "needs peft"),
-    (r"names no _repeated_blocks", "no repeated blocks"),
+    (r"names no _repeated_blocks|as its repeated blocks, and this one has none", "no repeated blocks"),
+    (r"does not support group offloading", "group offloading unsupported"),
+    (r"has no support for this pipeline's inputs here: RuntimeError: No available kernel", "no kernel for its inputs"),
+    (r"requires the '(\w+)' attention backend", r"needs the \1 backend"),
     (r"is not usable because of missing package.*install `([\w-]+)", r"needs \1"),  # an attention backend's package
 )
 

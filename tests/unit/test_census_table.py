@@ -275,3 +275,61 @@ def test_a_scenario_map_of_another_check_says_what_its_cells_count(tmp_path: Pat
                       lambda self, *a, **k: labels.append(k["label"]) or original(self, *a, **k))  # fmt: skip
         plot(breaks, str(tmp_path / "breaks.png"), "T")
     assert labels == ["graph breaks, recompiles (log scale)"]
+
+
+def _raise(tester: str, column: str, exception: str, message: str, where: str) -> Report:
+    """A check whose pipeline raised, as guarded_call records it: an `error` finding at the raise site."""
+    data = {"exception": exception, "message": message, "diffusers": "0.42.1"}
+    first = message.splitlines()[0]
+    error = Finding("error", where, step=0, status=Status.FAIL, detail=f"{exception}: {first} (diffusers 0.42.1)",
+                    data=data)  # fmt: skip
+    return _report(tester, column, error)
+
+
+def test_a_raised_cell_says_what_raised_once_per_cause() -> None:
+    """A `raised` cell points at a footnote saying the exception, its first line and its raise site, one per cause
+    (type and site), most frequent first; the outcome carries them in the JSON and the summary groups by them."""
+    faster = "/ckpt/src/diffusers/hooks/faster_cache.py:470"
+    reports = [
+        _raise(WAN, "syncs-faster_cache", "IndexError", "tuple index out of range", faster),
+        _raise(FLUX, "syncs-faster_cache", "IndexError", "tuple index out of range\nmore", faster),
+        _raise(
+            GLM,
+            "syncs-faster_cache",
+            "ValueError",
+            "No context is set. `cache_context` first.",
+            "/other/diffusers/hooks/hooks.py:44",
+        ),
+        _report(SANA, "syncs-faster_cache"),
+    ]
+    coverage = _coverage(reports, "P")
+    flux = coverage.outcomes[f"tests/pipelines/{FLUX}"]["syncs-faster_cache"]
+    assert (flux.verdict, flux.exception, flux.message, flux.where) == (
+        Verdict.RAISED, "IndexError", "tuple index out of range", "diffusers/hooks/faster_cache.py:470"
+    )  # fmt: skip
+    assert CheckOutcome.from_dict(json.loads(json.dumps(flux.to_dict()))) == flux
+
+    text = table.render(reports, coverage, {}, "T")
+    assert text.count("| raised [^r1] |") == 2 and text.count("| raised [^r2] |") == 1
+    assert text.splitlines()[-2:] == [
+        "[^r1]: `IndexError: tuple index out of range` at `diffusers/hooks/faster_cache.py:470` (2 checks)",
+        "[^r2]: `` ValueError: No context is set. `cache_context` first. `` at `diffusers/hooks/hooks.py:44` (1 check)",
+    ]
+    from pytest_nosync.census.scenario_map import scenario_map
+
+    markdown = scenario_map(reports, coverage).markdown("T", {})
+    assert "| raised [^r1] |" in markdown and markdown.rstrip().endswith("(1 cell)")
+    assert (
+        "  2 check(s) of 2 class(es) raised IndexError at diffusers/hooks/faster_cache.py:470: tuple index out of "
+        f"range (e.g. tests/pipelines/{WAN}::syncs-faster_cache)"
+    ) in coverage.summary()
+
+
+def test_a_raise_recorded_before_outcomes_said_what_raised_is_read_from_its_report() -> None:
+    """A report written by an earlier release has raised outcomes with a reason only: its `error` finding says the
+    cause, so its table gets the footnotes too."""
+    report = _raise(WAN, "syncs", "IndexError", "tuple index out of range", "/c/diffusers/hooks/faster_cache.py:470")
+    coverage = Coverage()
+    coverage.add(f"tests/pipelines/{WAN}", "syncs", CheckOutcome(Verdict.RAISED, False, "IndexError: tuple index"))
+    (row,) = table.rows([report], coverage)
+    assert row.cells["syncs"].outcome.where == "diffusers/hooks/faster_cache.py:470"
