@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 PLAIN = "plain"
+AUTO = "auto"  # a parameter set as diffusers documents it for the pipeline (suite.scenarios says how)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class Scenario:
     values: Mapping[str, Any] = field(default_factory=dict)  # the user's settings over the defaults
     cuda_only: str = ""  # why it cannot run under the emulation ("" when it can)
     not_on_cpu: str = ""  # why it cannot run with the CPU itself as the device ("" when it can)
+    # what a raise in a call says where the feature has no support for the pipeline's inputs (a kernel without that
+    # dtype or shape, a model that names the one backend it takes): regular expressions over `Type: message`; such
+    # a raise makes the scenario not applicable to that pipeline, with the raise as its reason
+    unsupported: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
@@ -79,9 +84,9 @@ class Scenario:
 
 
 def _scenario(name: str, help: str, feature: str, **params: Any) -> tuple[str, Scenario]:
-    cuda_only, not_on_cpu = params.pop("cuda_only", ""), params.pop("not_on_cpu", "")
+    facts = {fact: params.pop(fact) for fact in ("cuda_only", "not_on_cpu", "unsupported") if fact in params}
     specs = {k: v if isinstance(v, Param) else Param(v) for k, v in params.items()}
-    return name, Scenario(name, help, feature, specs, cuda_only=cuda_only, not_on_cpu=not_on_cpu)
+    return name, Scenario(name, help, feature, specs, **facts)
 
 
 # sequential offloading (accelerate raises) and group offloading on a stream (diffusers raises) on the CPU itself: under
@@ -94,6 +99,11 @@ TO_AN_ACCELERATOR = (
 NO_DYNAMO = (
     "dynamo cannot trace the emulated device's tensors, nor compile under the emulation's CUDA mapping on the CPU"
 )
+
+# A fused attention kernel takes some dtypes, head sizes and masks and not others: torch's scaled_dot_product_attention
+# limited to it says "No available kernel" (cuDNN's fused attention is a half-precision kernel: in float32 it has none).
+# A model whose attention one backend alone can compute names it (AnyFlow FAR's causal generation: Flex's BlockMask).
+NO_KERNEL = (r"^RuntimeError: No available kernel", r"requires the '\w+' attention backend")
 
 # attention backends diffusers dispatches to: (scenario suffix, diffusers' backend name, why it needs CUDA)
 ATTENTION_BACKENDS = (
@@ -115,7 +125,8 @@ SCENARIOS: dict[str, Scenario] = dict(
                   "block over the whole schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100)),
         _scenario("faster_cache", "FasterCacheConfig: reuse attention and the unconditional branch over the whole "
                   "schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100),
-                  unconditional_batch_skip_range=Param(2, 1, 100)),
+                  unconditional_batch_skip_range=Param(2, 1, 100),
+                  is_guidance_distilled=Param(AUTO, choices=(AUTO, "true", "false"))),
         _scenario("taylorseer_cache", "TaylorSeerCacheConfig: forecast the blocks' outputs every other step",
                   "cache", cache_interval=Param(2, 1, 100), max_order=Param(1, 0, 4),
                   disable_cache_before_step=Param(1, 0, 100)),
@@ -140,7 +151,8 @@ SCENARIOS: dict[str, Scenario] = dict(
                   rank=Param(4, 1, 256)),
         *(
             _scenario(f"attention_backend_{suffix}", f"set_attention_backend({backend!r}) on the denoiser",
-                      "attention_backend", backend=Param(backend, choices=(backend,)), cuda_only=cuda_only)
+                      "attention_backend", backend=Param(backend, choices=(backend,)), cuda_only=cuda_only,
+                      unsupported=NO_KERNEL)
             for suffix, backend, cuda_only in ATTENTION_BACKENDS
         ),
     )

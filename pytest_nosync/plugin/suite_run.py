@@ -183,6 +183,7 @@ class SuiteRun:
         report."""
         from .. import devices
         from ..suite.pipelines import check as checked
+        from ..suite.scenarios import NotApplicable
 
         if check == "graph_breaks" and self.helpers is not None and scenario.name == PLAIN:
             traced = self.helpers.outcome(item)
@@ -195,8 +196,11 @@ class SuiteRun:
         device = devices.for_checks(ctx.device, (check,))
         prepared = self.prepared(target, device, ctx.dtype, scenario)
         options = self.session.guard_options(item, check, target.name, scenario.name, denoiser=target.denoiser)
-        return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, replace(ctx, device=device)), options,
-                       steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name)  # fmt: skip
+        try:
+            return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, replace(ctx, device=device)),
+                           options, steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name)  # fmt: skip
+        except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
+            pytest.skip(f"not checkable: {exc}")
 
     def step_metrics(self, item: pytest.Item, target: Target, scenario: Scenario, benchmark: Any) -> Report:
         """The target's step metrics, timed through pytest-benchmark's `benchmark` fixture and judged against the

@@ -10,18 +10,21 @@ installed diffusers lacks, a tester that cannot be driven).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ..findings import Report
+from ..census.outcomes import short_place
+from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from .checks import CallKwargs, run_check
 from .guarded_call import error_report
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
+from .testers import Uncallable
 
 
 @dataclass
@@ -52,7 +55,7 @@ def prepare(
     except NotApplicable as exc:
         return Prepared(scenario, not_applicable=str(exc))
     except Exception as exc:  # the feature itself raised on this pipeline: an upstream bug to report
-        return Prepared(scenario, pipe, error=exc)
+        return Prepared(scenario, pipe, error=exc.error if isinstance(exc, Uncallable) else exc)  # at its raise site
     return Prepared(scenario, pipe)
 
 
@@ -67,7 +70,11 @@ def check(
     target: str = "",
 ) -> Report:
     """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
-    raised, as the report of that check."""
+    raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
+    means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
+    applicable for the same reason, without a call."""
+    if prepared.not_applicable:
+        raise NotApplicable(prepared.not_applicable)
     if prepared.error is not None:
         report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
     else:
@@ -75,4 +82,19 @@ def check(
             report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
                                test_id=test_id, target=target)  # fmt: skip
     report.scenario = prepared.scenario.name
+    reason = unsupported(prepared.scenario, report)
+    if reason:
+        prepared.not_applicable, prepared.pipe = reason, None
+        raise NotApplicable(reason)
     return report
+
+
+def unsupported(scenario: Scenario, report: Report) -> str:
+    """Why `scenario` has no support for the pipeline, where the report's raise says so (`Scenario.unsupported`),
+    else ""."""
+    for finding in report.of_kind(Kind.ERROR):
+        said = f"{finding.data.get('exception', '')}: {finding.data.get('message', '')}".strip()
+        if any(re.search(pattern, said, re.MULTILINE) for pattern in scenario.unsupported):
+            first, where = said.splitlines()[0][:200], short_place(finding.where)
+            return f"{scenario.name} has no support for this pipeline's inputs here: {first} (at {where})"
+    return ""

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from ..scenarios import PLAIN, Scenario
+from ..scenarios import AUTO, PLAIN, Scenario
 
 
 class NotApplicable(Exception):
@@ -69,7 +69,7 @@ def _cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.devi
     for module in modules:
         if not callable(getattr(module, "enable_cache", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_cache (it is no CacheMixin)")
-        config = CACHE_CONFIGS[scenario.name](diffusers, scenario, pipe)
+        config = CACHE_CONFIGS[scenario.name](diffusers, scenario, pipe, module)
         try:
             module.enable_cache(config)
         except ValueError as exc:
@@ -90,6 +90,10 @@ def _timestep(scenario: Scenario, pipe: Any) -> Callable[[], Any]:
 
 
 WHOLE_SCHEDULE = (-1, 1_000_000)  # the timestep ranges a hook is active in: every step of a tiny call
+# FasterCache's attention reuse as diffusers' docs and tests set it: every step after the first (timestep ~1000). Its
+# block hook skips attention in range from the first step on and, for a guidance-distilled model, reads a cache that
+# only a computed step fills: active from the first step, it raised on every such model.
+AFTER_THE_FIRST_STEP = (-1, 901)
 
 
 def _mag_ratios(diffusers: Any) -> Any:
@@ -98,30 +102,45 @@ def _mag_ratios(diffusers: Any) -> Any:
     return FLUX_MAG_RATIOS
 
 
-CACHE_CONFIGS: dict[str, Callable[[Any, Scenario, Any], Any]] = {
-    "first_block_cache": lambda d, s, pipe: d.FirstBlockCacheConfig(threshold=s.value("threshold")),
-    "pyramid_attention_broadcast": lambda d, s, pipe: d.PyramidAttentionBroadcastConfig(
+def guidance_distilled(scenario: Scenario, pipe: Any, denoiser: Any) -> bool:
+    """FasterCacheConfig's `is_guidance_distilled`, which its docstring asks for on a guidance-distilled model (its
+    denoiser-level hook then looks for no unconditional branch in the batch, "as there is none"): the scenario's setting
+    where given (the census gives a tester's own, as diffusers' tests set it for that pipeline), else what the
+    pipeline's configs say of it — a denoiser that embeds the guidance scale (`guidance_embeds`: Flux dev, HunyuanVideo)
+    or a pipeline registered as distilled (`is_distilled`: Flux 2 Klein)."""
+    setting = scenario.value("is_guidance_distilled")
+    if setting != AUTO:
+        return setting == "true"
+    said = (getattr(getattr(denoiser, "config", None), "guidance_embeds", False),
+            getattr(getattr(pipe, "config", None), "is_distilled", False))  # fmt: skip
+    return any(value is True for value in said)
+
+
+CACHE_CONFIGS: dict[str, Callable[[Any, Scenario, Any, Any], Any]] = {
+    "first_block_cache": lambda d, s, pipe, module: d.FirstBlockCacheConfig(threshold=s.value("threshold")),
+    "pyramid_attention_broadcast": lambda d, s, pipe, module: d.PyramidAttentionBroadcastConfig(
         spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
         spatial_attention_timestep_skip_range=WHOLE_SCHEDULE,
         current_timestep_callback=_timestep(s, pipe),
     ),
-    "faster_cache": lambda d, s, pipe: d.FasterCacheConfig(
+    "faster_cache": lambda d, s, pipe, module: d.FasterCacheConfig(
         spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
-        spatial_attention_timestep_skip_range=WHOLE_SCHEDULE,
+        spatial_attention_timestep_skip_range=AFTER_THE_FIRST_STEP,
         unconditional_batch_skip_range=s.value("unconditional_batch_skip_range"),
         unconditional_batch_timestep_skip_range=WHOLE_SCHEDULE,
         current_timestep_callback=_timestep(s, pipe),
         attention_weight_callback=lambda _: 0.3,
+        is_guidance_distilled=guidance_distilled(s, pipe, module),
         tensor_format="BFCHW"
         if "video" in type(pipe).__name__.lower() or hasattr(pipe, "vae_scale_factor_temporal")
         else "BCHW",
     ),
-    "taylorseer_cache": lambda d, s, pipe: d.TaylorSeerCacheConfig(
+    "taylorseer_cache": lambda d, s, pipe, module: d.TaylorSeerCacheConfig(
         cache_interval=s.value("cache_interval"),
         max_order=s.value("max_order"),
         disable_cache_before_step=s.value("disable_cache_before_step"),
     ),
-    "mag_cache": lambda d, s, pipe: d.MagCacheConfig(
+    "mag_cache": lambda d, s, pipe, module: d.MagCacheConfig(
         threshold=s.value("threshold"),
         max_skip_steps=s.value("max_skip_steps"),
         retention_ratio=s.value("retention_ratio"),
@@ -153,6 +172,9 @@ def _group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: to
     for module in modules:
         if not callable(getattr(module, "enable_group_offload", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_group_offload")
+        if getattr(module, "_supports_group_offloading", True) is False:  # enable_group_offload refuses it, saying so
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} does not support group offloading "
+                                "(_supports_group_offloading = False)")  # fmt: skip
         if scenario.name == "group_offload_block":
             module.enable_group_offload(onload_device=device, offload_device="cpu", offload_type="block_level",
                                         num_blocks_per_group=scenario.value("num_blocks_per_group"))  # fmt: skip
@@ -188,6 +210,10 @@ def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device:
             getattr(module, "_repeated_blocks", None) and callable(getattr(module, "compile_repeated_blocks", None))
         ):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} names no _repeated_blocks to compile")
+        named = set(module._repeated_blocks)
+        if not any(type(block).__name__ in named for block in module.modules()):  # compile_repeated_blocks refuses
+            raise NotApplicable(f"{scenario.name}: {type(module).__name__} names {sorted(named)} as its repeated "
+                                "blocks, and this one has none of them")  # fmt: skip
         module.compile_repeated_blocks(fullgraph=scenario.value("fullgraph"), backend=scenario.value("backend"))
 
 

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from ..patching import Patches
+from ..scenarios import AUTO, Scenario
 from .targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
@@ -40,6 +41,11 @@ STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_i
 # (a tester's inputs method, the pipeline method its own tests call with them before the pipeline): LEdits++ edits
 # the image its `invert` inverted, and raises without one
 PRELUDES = (("get_dummy_inversion_inputs", "invert"),)
+
+# A scenario parameter whose right value depends on the pipeline, where the tester's own cache tests set it for theirs
+# (diffusers tests FasterCache on its guidance-distilled Flux with is_guidance_distilled=True): scenario → (parameter,
+# the class attributes holding that cache's config in either tester style)
+DOCUMENTED = {"faster_cache": ("is_guidance_distilled", ("FASTER_CACHE_CONFIG", "faster_cache_config"))}
 _KNOWN_ARGUMENTS = {"device", "seed"}
 
 
@@ -136,6 +142,28 @@ class Tester:
     def release(self) -> None:
         """Drop the test instance (a later use makes a new one, as the test runner would)."""
         self._instance = None
+
+    def documented(self, scenario: Scenario) -> Scenario:
+        """`scenario` with the parameters the tester's own cache tests set for its pipeline (DOCUMENTED), where the
+        scenario leaves them to be found (`auto`) and the tester sets them."""
+        parameter, attributes = DOCUMENTED.get(scenario.name, ("", ()))
+        if not parameter or scenario.value(parameter) != AUTO:
+            return scenario
+        for cls in self._siblings():
+            for attribute in attributes:
+                config = getattr(cls, attribute, None)
+                value = config.get(parameter) if isinstance(config, dict) else getattr(config, parameter, None)
+                if isinstance(value, bool):
+                    return scenario.with_values({parameter: str(value).lower()})
+        return scenario
+
+    def _siblings(self) -> list[type]:
+        """The tester class, then the classes of its module sharing its provider: a pytest-style module keeps a cache's
+        test (and its config) in a class of its own beside the one the census checks."""
+        base = provider(self.cls) or self.cls
+        module = inspect.getmodule(self.cls)
+        others = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, base) and c is not self.cls]
+        return [self.cls, *others]
 
     def components(self) -> dict[str, Any]:
         """A fresh instance's dummy components, seeded as the test seeds them."""
