@@ -66,6 +66,8 @@ class NosyncSession:
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
         self._scenario_pipelines: set[int] = set()  # ids of the pipelines a marked test turned a scenario on for
+        # marked tests of the user's own pipelines by where their scenarios come from: the option, or their marker
+        self.scenario_tests: dict[str, set[str]] = {"option": set(), "marker": set()}
         self.started = time.time()  # traces modified since are this run's: never pruned
         self._unmap_cuda = self._map_cuda()
         self.unreachable = ""  # in a worker that cannot run the controller's backend: why, which fails each test
@@ -224,14 +226,32 @@ class NosyncSession:
             self.suite.generate_target_params(metafunc)
             return
         marker = metafunc.definition.get_closest_marker("nosync")
-        if marker is not None and "scenarios" in marker.kwargs:  # a marked test of the user's own pipeline
+        if marker is None:
+            return
+        if "scenarios" in marker.kwargs:  # a marked test of the user's own pipeline names its scenarios: they win
             try:
                 scenarios = table.parse_marker((), {"scenarios": marker.kwargs["scenarios"]})["scenarios"]
             except table.OptionError:
                 return  # a usage error naming the test once collection ends (plugin's pytest_collection_modifyitems)
-            if "nosync_scenario" not in metafunc.fixturenames:
-                metafunc.fixturenames.append("nosync_scenario")
-            metafunc.parametrize("nosync_scenario", [pytest.param(s, id=s.name) for s in scenarios], indirect=True)
+            self.scenario_tests["marker"].add(metafunc.definition.nodeid)
+        elif self.settings.scenarios:  # --nosync-scenarios covers a marked test's pipeline as the marker's list does
+            scenarios = self.settings.scenarios
+            self.scenario_tests["option"].add(metafunc.definition.nodeid)
+        else:
+            return
+        if "nosync_scenario" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("nosync_scenario")
+        metafunc.parametrize("nosync_scenario", [pytest.param(s, id=s.name) for s in scenarios], indirect=True)
+
+    def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        """Which scenarios the marked tests of the user's own pipelines take: --nosync-scenarios's, or their marker's
+        own list, which wins."""
+        option, own = len(self.scenario_tests["option"]), len(self.scenario_tests["marker"])
+        if not self.settings.scenarios or not (option or own):
+            return []
+        names = ",".join(s.name for s in self.settings.scenarios)
+        line = f"nosync: --nosync-scenarios={names} applies to {option} marked test(s) of their own pipelines"
+        return [line + (f"; {own} name their own (the marker's scenarios= wins)" if own else "")]
 
     def scenario_of(self, item: pytest.Item) -> Scenario:
         """The scenario a test checks its pipeline with: a census item's, the parameter of a suite's check or of a
@@ -338,8 +358,12 @@ class NosyncSession:
         if scenario.name == PLAIN:
             return True
         if pipeline is None:
-            pytest.fail(f"scenario {scenario.name}: the test has no diffusers pipeline among its arguments to turn it "
-                        "on for (a fixture that builds one)", pytrace=False)  # fmt: skip
+            why = (f"scenario {scenario.name}: the test has no diffusers pipeline among its arguments to turn it on "
+                   "for (a fixture that builds one)")  # fmt: skip
+            marker = item.get_closest_marker("nosync")
+            if marker is not None and "scenarios" not in marker.kwargs:  # --nosync-scenarios's: counted, not failed
+                pytest.skip(f"not checkable: {why}")
+            pytest.fail(why, pytrace=False)
         if id(pipeline) in self._scenario_pipelines:
             pytest.fail(f"scenario {scenario.name}: this pipeline already has a scenario on: build a new one per test "
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip

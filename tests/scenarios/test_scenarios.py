@@ -160,6 +160,59 @@ def test_a_marked_test_checks_its_own_pipeline_with_each_scenario(pytester: pyte
     assert "test_user.py::test_my_pipeline PASSED" in plain.stdout.str()
 
 
+OPTION_TESTS = """
+import pytest
+import torch
+
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+FLUX = TARGETS["flux"]
+
+
+@pytest.fixture
+def pipe(nosync_device):
+    return build_pipeline(FLUX, nosync_device, torch.float32)
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_from_a_fixture(pipe, nosync_device):
+    pipe(**FLUX.call_kwargs(pipe, CallContext(nosync_device, torch.float32, steps=2)))
+
+
+@pytest.mark.nosync(checks=["syncs"], scenarios=["taylorseer_cache"])
+def test_names_its_own(pipe, nosync_device):
+    pipe(**FLUX.call_kwargs(pipe, CallContext(nosync_device, torch.float32, steps=2)))
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_without_a_pipeline(nosync_device):
+    torch.ones(2, device=nosync_device) * 2
+"""
+
+
+def test_the_option_turns_its_scenarios_on_for_a_marked_tests_pipeline_and_a_markers_own_list_wins(
+    pytester: pytest.Pytester,
+) -> None:
+    """--nosync-scenarios covers a marked test's pipeline from a fixture as a marker's scenarios= does (it was applied
+    to nothing and the test passed); a marker's own list wins, said in the header; a marked test with no pipeline is
+    counted as not checkable under the option's scenario, not failed."""
+    pytester.makepyfile(test_user=OPTION_TESTS)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "-v", "--nosync-scenarios=first_block_cache")
+    result.assert_outcomes(failed=1, passed=1, skipped=1)
+    out = result.stdout.str()
+    assert "test_user.py::test_from_a_fixture[first_block_cache] FAILED" in out, out
+    assert "test_user.py::test_names_its_own[taylorseer_cache] PASSED" in out
+    assert "test_user.py::test_without_a_pipeline[first_block_cache] SKIPPED" in out
+    result.stdout.fnmatch_lines([
+        "nosync: --nosync-scenarios=first_block_cache applies to 2 marked test(s) of their own pipelines; 1 name "
+        "their own (the marker's scenarios= wins)",
+        f"*dtoh_sync*{FBC_LINE}*",
+    ])  # fmt: skip
+    plain = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "-v", "-k", "from_a_fixture")  # no option: plain
+    assert "test_user.py::test_from_a_fixture PASSED" in plain.stdout.str()
+
+
 def test_the_library_turns_a_scenario_on_for_a_users_pipeline(backend: str, device: torch.device) -> None:
     flux = TARGETS["flux"]
     pipe = build_pipeline(flux, device, torch.float32)
