@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="a target of pytest_nosync.suite.targets.registry (e.g. wan)")
     p.add_argument("--mode", choices=("eager", "compile"), default="eager", help="compile: torch.compile the denoiser")
     p.add_argument("--backend", default="inductor", help="torch.compile backend in compile mode (default inductor)")
-    p.add_argument("--steps", type=int, default=2, help="denoising steps of the profiled call (default 2)")
+    p.add_argument("--steps", type=int, default=2, help="denoising steps of the profiled call (default 2, at least 2)")
     p.add_argument("--warmup", type=int, default=1, help="unprofiled calls before it (default 1)")
     p.add_argument(
         "--device",
@@ -341,8 +341,13 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     targets, build = _registry(targets, build)
     if args.target not in targets:
         raise UsageError(f"unknown target {args.target!r}; known: {', '.join(targets)}")
-    if args.steps < 1 or args.warmup < 0:
-        raise UsageError("--steps must be at least 1 and --warmup at least 0")
+    if args.steps < 2:  # as pytest's --nosync-steps
+        raise UsageError(
+            f"--steps {args.steps}: the profiled call needs at least 2 denoising steps (the sync check judges what "
+            "runs after a step's update in the step after it)"
+        )
+    if args.warmup < 0:
+        raise UsageError(f"--warmup {args.warmup}: must be at least 0")
     try:
         budgets = parse_budgets(args.budget, source="--budget")
         schedule = parse_schedule(args.schedule) if args.schedule else None

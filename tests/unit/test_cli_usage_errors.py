@@ -43,6 +43,7 @@ CASES = [
     (("profile", "--target", "nope"), "unknown target 'nope'"),
     (("profile", "--target", "wan", "--device", "tpu9"), "--device tpu9: "),
     (("profile", "--target", "wan", "--checkpoint", "nothere"), "--checkpoint nothere: nothere is neither"),
+    (("profile", "--target", "wan", "--steps", "1"), "--steps 1: the profiled call needs at least 2 denoising steps"),
     # diagnose: a trace
     (("diagnose", "missing.json"), "cannot read the trace missing.json: it does not exist"),
     (("diagnose", "dir"), "cannot read the trace dir: it is a directory"),
@@ -154,7 +155,11 @@ def test_a_file_without_read_permission(files: Path) -> None:
     _assert_one_sentence(_run(files, "census", "report.json"), "cannot read the report report.json: Permission denied")
 
 
-@pytest.mark.parametrize(("argv", "expected"), [CASES[1], CASES[8]], ids=["nope", "diagnose missing.json"])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [c for c in CASES if c[0] in (("nope",), ("diagnose", "missing.json"))],
+    ids=["nope", "diagnose missing.json"],
+)
 def test_the_module_entry_answers_as_main_does(files: Path, argv: tuple[str, ...], expected: str) -> None:
     """`python -m pytest_nosync`, in a process of its own: the status, the one line, no traceback."""
     done = _run_module(files, *argv)
