@@ -357,6 +357,12 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
     _check_checkpoint(args.checkpoint)
     device = _device(args.device)  # before any output is made: a bad device leaves nothing behind
+    if args.mode == "compile" and is_emulated(device):
+        raise UsageError(
+            "--mode compile: dynamo cannot compile for the emulated device (it would trace the emulation, not the "
+            "model): profile compiled calls on a GPU (--device cuda) or on the plain CPU (--device cpu, where syncs "
+            "are not checked)"
+        )
     if args.nsys and device.type != "cuda":
         raise UsageError(
             f"--nsys marks CUDA work for nsys (NVTX ranges, cudaProfilerStart/Stop) and the device is {device}: "

@@ -44,6 +44,7 @@ CASES = [
     (("profile", "--target", "wan", "--device", "tpu9"), "--device tpu9: "),
     (("profile", "--target", "wan", "--checkpoint", "nothere"), "--checkpoint nothere: nothere is neither"),
     (("profile", "--target", "wan", "--steps", "1"), "--steps 1: the profiled call needs at least 2 denoising steps"),
+    (("profile", "--target", "wan", "--mode", "compile", "--device", "emu"), "--mode compile: dynamo cannot compile"),
     # diagnose: a trace
     (("diagnose", "missing.json"), "cannot read the trace missing.json: it does not exist"),
     (("diagnose", "dir"), "cannot read the trace dir: it is a directory"),
@@ -134,6 +135,15 @@ def test_a_usage_error_is_one_line_and_exit_4(files: Path, argv: tuple[str, ...]
 @pytest.mark.skipif(devices.cuda_available(), reason="this machine has CUDA")
 def test_profile_on_cuda_without_a_gpu(files: Path) -> None:
     _assert_one_sentence(_run(files, "profile", "--target", "wan", "--device", "cuda"), "--device cuda: no CUDA device")
+
+
+@pytest.mark.skipif(devices.cuda_available(), reason="this machine has CUDA")
+def test_profile_in_compile_mode_without_a_gpu(files: Path) -> None:
+    """The default device here is the emulated one, which dynamo cannot compile for: inductor's KeyError: 'emu' (or a
+    run of the eager backend that traced the emulation, not the model)."""
+    done = _run(files, "profile", "--target", "flux", "--mode", "compile")
+    _assert_one_sentence(done, "--mode compile: dynamo cannot compile for the emulated device")
+    assert "--device cpu" in done.stderr
 
 
 @pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux's /proc: a file whose read fails")
