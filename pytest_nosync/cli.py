@@ -356,6 +356,8 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     if args.nsys and budgets.any:
         raise UsageError("--budget reads torch.profiler's trace, which --nsys turns off")
     _check_checkpoint(args.checkpoint)
+    if args.mode == "compile":
+        _check_backend(args.backend)
     device = _device(args.device)  # before any output is made: a bad device leaves nothing behind
     if args.mode == "compile" and is_emulated(device):
         raise UsageError(
@@ -460,6 +462,18 @@ def _device(name: str | None) -> torch.device:
     if device.type == "cuda" and not cuda_available():
         raise UsageError(f"--device {name}: no CUDA device here (--device emu checks syncs on the CPU emulation)")
     return device
+
+
+def _check_backend(backend: str) -> None:
+    """A torch.compile backend this torch knows by that name (dynamo raised InvalidBackend at the first call)."""
+    import torch._dynamo
+
+    if backend not in torch._dynamo.list_backends(exclude_tags=()):
+        known = sorted({*torch._dynamo.list_backends(), "eager", "aot_eager"})
+        raise UsageError(
+            f"--backend {backend}: no torch.compile backend of that name here; known: {', '.join(known)} (and the "
+            "debugging ones of torch._dynamo.list_backends(exclude_tags=()))"
+        )
 
 
 def compile_denoiser(pipe: Any, denoiser: str, backend: str) -> None:

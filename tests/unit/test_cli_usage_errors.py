@@ -45,6 +45,10 @@ CASES = [
     (("profile", "--target", "wan", "--checkpoint", "nothere"), "--checkpoint nothere: nothere is neither"),
     (("profile", "--target", "wan", "--steps", "1"), "--steps 1: the profiled call needs at least 2 denoising steps"),
     (("profile", "--target", "wan", "--mode", "compile", "--device", "emu"), "--mode compile: dynamo cannot compile"),
+    (
+        ("profile", "--target", "wan", "--mode", "compile", "--backend", "bogus", "--device", "cpu"),
+        "--backend bogus: no torch.compile backend of that name here; known: ",
+    ),
     # diagnose: a trace
     (("diagnose", "missing.json"), "cannot read the trace missing.json: it does not exist"),
     (("diagnose", "dir"), "cannot read the trace dir: it is a directory"),
