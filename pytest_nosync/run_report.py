@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from .findings import SCHEMA_VERSION, Report
 
+SCHEMA = f"pytest-nosync/{SCHEMA_VERSION}"  # a report's "schema": the one this version writes and reads
 _VERSION = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
 
 
@@ -106,7 +107,7 @@ def document(reports: Iterable[Report], env: dict[str, Any], extra: dict[str, An
         for f in report.findings:
             counts[f.status] = counts.get(f.status, 0) + f.count
     return {
-        "schema": f"pytest-nosync/{SCHEMA_VERSION}",
+        "schema": SCHEMA,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "environment": env,
         "summary": {
@@ -146,6 +147,10 @@ def read(path: str) -> tuple[dict[str, Any], list[Report]]:
         raise OSError(f"{path} is a damaged gzip file ({exc})") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("pytest-nosync/"):
         raise ValueError(f'{path} is not a pytest-nosync report (no "schema": "pytest-nosync/...")')
+    if doc["schema"] != SCHEMA:  # another version's fields, read as this one's, would say nothing or the wrong thing
+        raise ValueError(
+            f"{path} is a report of schema {doc['schema']}, not {SCHEMA}: read it with the pytest-nosync that wrote it"
+        )
     tests = doc.get("tests", [])
     if not isinstance(tests, list):
         raise ValueError(f"{path} is not a pytest-nosync report: 'tests' is not a list")

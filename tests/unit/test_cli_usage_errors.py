@@ -32,6 +32,7 @@ FILES = {
     "baseline.json": json.dumps({"schema": "pytest-nosync-baseline/2", "entries": []}),
     "bad-entries.json": json.dumps({"schema": "pytest-nosync-baseline/2", "entries": 5}),
     "afile": "",
+    "future.json": json.dumps({**REPORT, "schema": "pytest-nosync/99"}),
 }
 CASES = [
     # arguments
@@ -71,6 +72,12 @@ CASES = [
     (("census", "diff", "bad-census.json"), "the following arguments are required: head"),
     (("compare", "missing.json", "report.json"), "cannot read the report missing.json: it does not exist"),
     (("compare", "report.json", "object.json"), "object.json is not a pytest-nosync report"),
+    # a report of a schema this version does not know: read as if it were its own, it said nothing or the wrong thing
+    (("census", "future.json"), "future.json is a report of schema pytest-nosync/99, not pytest-nosync/1"),
+    (("census", "diff", "future.json", "report.json"), "future.json is a report of schema pytest-nosync/99"),
+    (("census", "scenarios", "future.json"), "future.json is a report of schema pytest-nosync/99"),
+    (("census", "plot", "future.json", "--out", "map.png"), "future.json is a report of schema pytest-nosync/99"),
+    (("compare", "future.json", "report.json"), "future.json is a report of schema pytest-nosync/99"),
     # baseline migrate: a baseline
     (("baseline", "migrate", "missing.json"), "baseline missing.json does not exist"),
     (("baseline", "migrate", "dir"), "baseline dir is a directory, not a baseline file"),
