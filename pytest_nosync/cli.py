@@ -252,6 +252,8 @@ def census_scenarios(paths: list[str], check: str, title: str, out: str | None) 
     from .census.outcomes import merge
     from .census.scenario_map import plot, scenario_map
 
+    if out is not None:
+        _check_picture(out)
     parts = [_census_of(path) for path in paths]
     data = scenario_map([r for _, found, _ in parts for r in found], merge(c for _, _, c in parts), check)
     if not data.cells:
@@ -260,13 +262,25 @@ def census_scenarios(paths: list[str], check: str, title: str, out: str | None) 
         print(data.markdown(title, parts[0][0].get("environment", {})), end="")
         return 0
     _check_writable("--out", out, "scenarios.png")
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise UsageError("census plot needs matplotlib: pip install 'pytest-nosync[plot]'") from None
     _write("--out", out, lambda: plot(data, out, title))
     print(f"wrote {out}: {len(data.pipelines)} pipelines by {len(data.scenarios)} scenarios")
     return 0
+
+
+def _check_picture(out: str) -> None:
+    """matplotlib is here and writes the format `out`'s extension names. An extension is required: without one
+    matplotlib writes `<out>.png`, not the file named (and checked writable), and an unknown one raised at the end."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # plot() draws with Agg
+    except ImportError:
+        raise UsageError("census plot needs matplotlib: pip install 'pytest-nosync[plot]'") from None
+    suffix = Path(out).suffix.removeprefix(".").lower()
+    formats = FigureCanvasAgg.get_supported_filetypes()
+    if not suffix:
+        raise UsageError(f"--out {out}: name the picture's format by its extension ({out}.png, .svg, .pdf, ...)")
+    if suffix not in formats:
+        names = ", ".join(f".{f}" for f in sorted(formats))
+        raise UsageError(f"--out {out}: matplotlib writes no .{suffix} file; name one of {names}")
 
 
 def _census_of(path: str) -> tuple[dict[str, Any], list[Report], Any]:

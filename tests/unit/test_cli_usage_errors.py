@@ -157,6 +157,39 @@ def test_profile_in_compile_mode_without_a_gpu(files: Path) -> None:
     assert "--device cpu" in done.stderr
 
 
+def _scenario_census(path: Path) -> None:
+    """A census report with one scenario beside plain: what `census plot` draws."""
+    from pytest_nosync import run_report
+    from pytest_nosync.census import outcomes
+    from pytest_nosync.findings import Report
+
+    coverage, reports = outcomes.Coverage(), []
+    for column in ("syncs", "syncs-first_block_cache"):
+        tester = "flux/test_flux.py::FluxFastTests"
+        reports.append(Report([], test_id=f"tests/pipelines/{tester}::nosync[{column}]", check="syncs", target=tester))
+        coverage.add(f"tests/pipelines/{tester}", column, outcomes.outcome_of(reports[-1], "FluxPipeline"))
+    path.write_text(json.dumps(run_report.document(reports, {}, {"census": coverage.to_dict()})))
+
+
+@pytest.mark.parametrize(
+    ("out", "expected"),
+    [
+        ("map.bogusext", "--out map.bogusext: matplotlib writes no .bogusext file; name one of "),
+        ("mapnoext", "--out mapnoext: name the picture's format by its extension (mapnoext.png, .svg, .pdf, ...)"),
+    ],
+)
+def test_census_plot_takes_a_format_matplotlib_writes(files: Path, out: str, expected: str) -> None:
+    """Checked before drawing: matplotlib raised a ValueError at the end for an unknown extension, and wrote
+    `mapnoext.png` for `mapnoext` while the command said `wrote mapnoext`."""
+    pytest.importorskip("matplotlib")
+    _scenario_census(files / "scenarios.json")
+    drawn = _run(files, "census", "plot", "scenarios.json", "--out", "drawn.png")
+    assert drawn.returncode == 0 and drawn.stdout.startswith("wrote drawn.png: 1 pipelines by 2 scenarios"), drawn
+    before = sorted(p.name for p in files.rglob("*"))
+    _assert_one_sentence(_run(files, "census", "plot", "scenarios.json", "--out", out), expected)
+    assert sorted(p.name for p in files.rglob("*")) == before
+
+
 @pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="Linux's /proc: a file whose read fails")
 @pytest.mark.parametrize(
     ("command", "expected"),
