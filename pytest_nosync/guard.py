@@ -30,13 +30,15 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from . import attribution, checks, devices
+from . import attribution, checks, devices, run_report
 from .annotate import LoopWatch, PipelineAnnotations
 from .detectors import detectors_for
 from .detectors.base import CannotCheck, Detector
-from .findings import Finding, Frame, Mode, Phase, Report, merge, not_checked_finding
+from .findings import Finding, Frame, Kind, Mode, Phase, Report, merge, not_checked_finding
 from .guard_options import GuardOptions, split_options
 from .policy import judge
+
+ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
 
 
 class Guard:
@@ -85,6 +87,7 @@ class Guard:
         self._step_ms: dict[int, float] = {}
         self._active = False
         self._unobserved = 0
+        self._raised = False  # the code under test raised in the block (an `error` finding)
 
     # ---- the context manager -------------------------------------------------------------------
     def __enter__(self) -> Guard:
@@ -136,8 +139,8 @@ class Guard:
     ) -> bool:
         if not self.enabled:
             return False
-        if exc is not None:
-            self.absorb(exc)
+        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception):
+            self.record_exception(exc)  # the code under test raised (pytest's skip and fail are no Exception)
         if self.whole_block and self._step is not None:
             self.end_step()
         self._active = False
@@ -183,12 +186,13 @@ class Guard:
             findings = detector.reconcile(findings)
         for detector in self._detectors:
             detector.settled(findings)
-        if self._completed == 0 and self._step is None:
-            # No step was ever marked: the whole block is the step under test.
+        if self._completed == 0 and self._step is None and not (self._raised and self.pipeline is not None):
+            # No step was ever marked: the whole block is the step under test (unless a pipeline's loop was to draw
+            # them and the block raised before it began: what ran was its set-up).
             findings = [_with_phase(f, Phase.IN_STEP, 0) if f.phase == Phase.BEFORE_STEPS else f for f in findings]
         unchecked = self._unchecked + [r for r in (d.unchecked() for d in self._detectors) if r]
         loop_steps = self._completed + (1 if self._step is not None else 0)
-        if self._loops and loop_steps < 2 and checks.needs_sync_backend(self.options.checks):
+        if self._loops and loop_steps < 2 and checks.needs_sync_backend(self.options.checks) and not self._raised:
             # one step leaves no step after it: the work that follows a step's update (callback_on_step_end, the
             # next iteration's setup) would be judged as after the steps, and pass
             unchecked.append(
@@ -378,6 +382,18 @@ class Guard:
             raise
         finally:
             self.end_step()
+
+    def record_exception(self, exc: BaseException) -> Finding:
+        """An exception the code under test raised inside the block, as an `error` finding at its raise site (in the
+        step it happened in): a failure, or a known issue the baseline names. Steps it stopped are no claim."""
+        self._raised = True
+        kind = type(exc)
+        name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+        version = run_report.diffusers_version()
+        first = (str(exc).splitlines() or [""])[0][:300]
+        return self.record(Kind.ERROR, attribution.frames_from_traceback(exc.__traceback__), hint=ERROR_HINT,
+                           detail=f"{kind.__name__}: {first} (diffusers {version})", source="exception",
+                           data={"exception": name, "message": str(exc), "diffusers": version})  # fmt: skip
 
     def absorb(self, exc: BaseException) -> bool:
         """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once. True when

@@ -16,17 +16,13 @@ import torch
 
 from .. import attribution, suite
 from ..detectors.base import was_ended_by_check
-from ..findings import Finding, Kind, Phase, Report
+from ..findings import Finding, Phase, Report
 from ..guard import Guard
 from ..guard_options import GuardOptions
 from ..policy import judge
-from ..run_report import diffusers_version
 from .torch_defaults import torch_defaults
 
 attribution.user_code(suite.user_code)  # the suite's test modules and target builders are blamed, not skipped
-
-ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
-
 
 Kwargs = dict[str, Any] | Callable[[], dict[str, Any]]
 
@@ -106,31 +102,18 @@ def _takes_step_callback(cls: type) -> bool:
         return False
 
 
-def error_details(exc: BaseException) -> dict[str, Any]:
-    kind = type(exc)
-    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-    return {"exception": name, "message": str(exc), "diffusers": diffusers_version()}
-
-
-def _describe(exc: BaseException) -> str:
-    first = (str(exc).splitlines() or [""])[0][:300]
-    return f"{type(exc).__name__}: {first} (diffusers {diffusers_version()})"
-
-
 def record_error(guard: Guard, exc: BaseException) -> Finding:
     """An exception raised inside the guard, as an `error` finding at its raise site."""
-    frames = attribution.frames_from_traceback(exc.__traceback__)
-    return guard.record(Kind.ERROR, frames, hint=ERROR_HINT, detail=_describe(exc), source="exception",
-                        data=error_details(exc))  # fmt: skip
+    return guard.record_exception(exc)
 
 
 def error_report(exc: BaseException, options: GuardOptions, *, test_id: str = "", check: str = "", target: str = ""
                  ) -> Report:  # fmt: skip
     """The report of a case that raised before its guard ran (a cache technique refusing the model, a warm-up
     call): one `error` finding, judged against the baseline."""
-    where, stack = attribution.attribute(attribution.frames_from_traceback(exc.__traceback__))
-    finding = Finding(kind=Kind.ERROR, where=where, stack=stack, step=0, phase=Phase.IN_STEP, region=None,
-                      hint=ERROR_HINT, detail=_describe(exc), source="exception", data=error_details(exc))  # fmt: skip
+    guard = Guard(None, replace(options, checks=()), test_id=test_id, check=check, target=target)
+    recorded = guard.record_exception(exc)  # recorded by a guard never entered: at its raise site, in no step
+    finding = replace(recorded, step=0, phase=Phase.IN_STEP, region=None)
     judged, passed = judge([finding], options.policy, options.known)
     report = Report(judged, test_id, check, target, options.backend, passed=passed)
     report.summary = "".join(traceback.format_exception_only(type(exc), exc)).strip()[:500]

@@ -107,3 +107,52 @@ def test_a_failing_marked_test_keeps_the_trace_its_setting_promises(pytester: py
     kept.stdout.fnmatch_lines(["*trace: traces/test_traced.py__test_loop.json (open it in Perfetto)*"])
     assert (pytester.path / "traces" / "test_traced.py__test_loop.json").exists()
     assert "none kept" not in kept.stdout.str()
+
+
+RAISING = """
+import pytest
+import torch
+
+from tests.twins.loop_pipeline import build
+
+
+@pytest.fixture
+def pipe(nosync_device):
+    return build(nosync_device)
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_raises_in_its_loop(pipe, nosync_device):
+    pipe(torch.randn(2, 8, device=nosync_device), num_inference_steps=3, fail=True)
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_raises_before_its_loop(pipe, nosync_device):
+    latents = torch.randn(2, 8).to(nosync_device)  # set-up: a copy before any step
+    raise ValueError("before the loop")  # planted
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_runs_its_loop(pipe, nosync_device):
+    pipe(torch.randn(2, 8, device=nosync_device), num_inference_steps=3)
+"""
+
+
+def test_a_pipeline_that_raises_is_an_error_finding_at_its_raise_site_and_its_set_up_stays_set_up(
+    pytester: pytest.Pytester,
+) -> None:
+    """docs/usage.md: a pipeline that raises is an `error` finding at its raise site. A raise inside the loop was
+    reported as 'the loop ran 0 denoising step(s): the sync checks need 2', and one before the loop had its set-up
+    copy counted as a step-0 failure."""
+    pytester.makepyfile(test_raising=RAISING)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "--nosync-report=r.json")
+    result.assert_outcomes(passed=1, failed=2)
+    tests = {t["test_id"].rsplit("::", 1)[-1]: t for t in json.loads((pytester.path / "r.json").read_text())["tests"]}
+    planted = next(i + 1 for i, line in enumerate(RAISING.splitlines()[1:]) if "# planted" in line)
+    for name, place in (("test_raises_in_its_loop", "loop_pipeline.py:"), ("test_raises_before_its_loop",
+                                                                           f"test_raising.py:{planted}")):  # fmt: skip
+        failing = [f for f in tests[name]["findings"] if f["status"] == "fail"]
+        assert [(f["kind"], f["data"]["exception"]) for f in failing] == [("error", "ValueError")], failing
+        assert place in failing[0]["where"] and not tests[name]["not_checked"], tests[name]
+    setup = [f for f in tests["test_raises_before_its_loop"]["findings"] if f["kind"] == "htod_sync"]
+    assert [(f["status"], f["phase"]) for f in setup] == [("outside_steps", "before_steps")]
