@@ -10,6 +10,7 @@ count that was not measured.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -154,6 +155,24 @@ def plot(data: ScenarioMap, path: str, title: str) -> None:
     axes.xaxis.set_ticks_position("top")
     axes.xaxis.set_label_position("top")
     axes.set_title(title, fontsize=9)
-    figure.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label=f"{measure(data.check)} (log scale)")
+    # the bar's label in lines of a few words, in the map's type size: it runs along a bar as tall as the map
+    label = "\n".join(textwrap.wrap(f"{measure(data.check)} (log scale)", 24))
+    bar = figure.colorbar(image, ax=axes, fraction=0.02, pad=0.01, label=label)
+    bar.ax.tick_params(labelsize=7)
+    bar.ax.yaxis.label.set_fontsize(7)
+    _grow_to_hold_the_bars_label(figure, bar)
     figure.savefig(path, dpi=100 if len(data.pipelines) > 40 else 150)
     plt.close(figure)
+
+
+def _grow_to_hold_the_bars_label(figure: Any, bar: Any) -> None:
+    """Grow the figure until the colour bar's label is inside it: the layout keeps text inside the picture across the
+    bar, not along it, and a map of a few pipelines had its label cut at the picture's top and bottom."""
+    for _ in range(3):  # the layout moves with the size: measure again
+        figure.draw_without_rendering()
+        label, margin = bar.ax.yaxis.label.get_window_extent(), 0.05 * figure.dpi  # (saved at another dpi: a margin)
+        over = max(0.0, margin - label.y0) + max(0.0, label.y1 + margin - figure.bbox.y1)
+        if over <= 0:
+            return
+        width, height = figure.get_size_inches()
+        figure.set_size_inches(width, height + over / figure.dpi + 0.1)

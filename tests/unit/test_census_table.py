@@ -274,7 +274,50 @@ def test_a_scenario_map_of_another_check_says_what_its_cells_count(tmp_path: Pat
         patch.setattr(matplotlib.figure.Figure, "colorbar",
                       lambda self, *a, **k: labels.append(k["label"]) or original(self, *a, **k))  # fmt: skip
         plot(breaks, str(tmp_path / "breaks.png"), "T")
-    assert labels == ["graph breaks, recompiles (log scale)"]
+    assert [label.replace("\n", " ") for label in labels] == ["graph breaks, recompiles (log scale)"]  # (wrapped)
+
+
+@pytest.mark.parametrize(
+    ("check", "pipelines", "scenarios"),
+    [
+        ("syncs", ["FluxPipeline", "QwenImagePipeline", "WanPipeline"], ["plain", "first_block_cache", "lora"]),
+        ("cudagraphs", ["FluxPipeline"], ["plain"]),  # the longest label on the smallest map
+        ("graph_breaks", [f"Pipeline{i}" for i in range(40)], ["plain", "attention_backend_efficient"]),
+    ],
+)
+def test_the_heat_maps_colour_bar_label_is_inside_the_picture(
+    tmp_path: Path, check: str, pipelines: list[str], scenarios: list[str]
+) -> None:
+    """The label runs along the colour bar, which is as tall as the map: on a small map it ran past the picture's top
+    and bottom edges, cut ("cs per steady step (log scal")."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from pytest_nosync.census.scenario_map import ScenarioMap, plot
+    from pytest_nosync.census.table import Cell
+
+    checked = CheckOutcome(Verdict.CHECKED, passed=False)
+    cells = {(p, s): Cell(checked, i + j) for i, p in enumerate(pipelines) for j, s in enumerate(scenarios)}
+    saved: list[matplotlib.figure.Figure] = []
+    original = matplotlib.figure.Figure.savefig
+    with pytest.MonkeyPatch.context() as patch:  # the figure as plot() saves it
+        patch.setattr(
+            matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self) or original(self, *a, **k)
+        )
+        plot(ScenarioMap(check, pipelines, scenarios, cells), str(tmp_path / "map.png"), "Scenario census")
+    (figure,) = saved
+    canvas = FigureCanvasAgg(figure)  # plot() closed it: drawn again, as saved
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    picture = figure.bbox
+    texts = [t for axes in figure.axes for t in (axes.yaxis.label, axes.title, *axes.get_xticklabels(),
+                                                 *axes.get_yticklabels()) if t.get_text()]  # fmt: skip
+    assert any(t.get_text().endswith("(log scale)") for t in texts)
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        inside = box.x0 >= picture.x0 - 1 and box.x1 <= picture.x1 + 1 and box.y0 >= picture.y0 - 1
+        assert inside and box.y1 <= picture.y1 + 1, (text.get_text(), box, picture)
 
 
 def _raise(tester: str, column: str, exception: str, message: str, where: str) -> Report:
