@@ -502,10 +502,12 @@ _TRACE_DEFAULTS = {"trace": "on-failure", "trace_gzip": "off", "trace_shapes": "
 def _default(row: Option) -> str:
     from ..guard_options import GuardOptions
 
+    if row.name in _TRACE_DEFAULTS:  # the trace rows fill one TraceConfig (Settings.trace): each said as it is written
+        return _TRACE_DEFAULTS[row.name]
     owner = GuardOptions if row.guard else Settings
     found = {f.name: f for f in fields(owner)}.get(row.name)
     if found is None:
-        return _TRACE_DEFAULTS.get(row.name, "—")
+        return "—"
     value = found.default_factory() if callable(found.default_factory) else found.default  # type: ignore[misc]
     if value is None or value in ((), {}):
         return "—"
