@@ -224,8 +224,8 @@ class Option:
 
 
 TABLE: tuple[Option, ...] = (
-    Option("enabled", "turn the nosync checks on (off: marked tests run as plain tests)", flag, "bool", "--nosync",
-           key="nosync"),
+    Option("enabled", "turn the nosync checks on (off: marked tests run unguarded, those marked gpu only where a GPU "
+           "is visible)", flag, "bool", "--nosync", key="nosync"),
     # ---- per test: GuardOptions fields ------------------------------------------------------------------------
     Option("mode", "warn: collect every sync and fail once with all of them (default); error: fail fast at the first "
            "sync inside a step (the raise lands on the offending line, for --pdb)", choice(*Mode), marker=True,

@@ -66,6 +66,25 @@ def test_bad_option_values_are_usage_errors(pytester: pytest.Pytester, option: s
     result.stderr.fnmatch_lines([f"*{option.split('=')[0]}*"])
 
 
+def test_a_marked_test_without_nosync_does_what_the_readme_says(pytester: pytest.Pytester) -> None:
+    """The README said a marked test runs "as a plain test" without --nosync: its example is also marked gpu, which
+    skips it where no GPU is visible. A run of the example without --nosync, and the README's and usage page's words."""
+    from tests.unit.docs_examples import ROOT, runnable
+
+    (example,) = [e for e in runnable([ROOT / "README.md"]) if e.name == "readme_marker"]
+    pytester.makepyfile(test_readme_marker=example.code)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    if devices.cuda_available():
+        result.assert_outcomes(passed=1)
+    else:
+        result.assert_outcomes(skipped=1)
+        result.stdout.fnmatch_lines(["nosync: 1 check(s) did not run: needs a CUDA device*"])
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "(without, it runs unguarded where a GPU is; `gpu` skips it elsewhere)" in readme
+    usage = " ".join((ROOT / "docs" / "usage.md").read_text(encoding="utf-8").split())
+    assert "those also marked `gpu` only where a GPU is visible (elsewhere they are skipped" in usage
+
+
 def test_failing_report_fails_the_test_with_the_place(project: pytest.Pytester) -> None:
     project.makepyfile(
         """
