@@ -7,7 +7,10 @@ torch and outside this plugin's machinery; the frames in between stay in the sta
 
 from __future__ import annotations
 
+import ast
+import builtins
 import functools
+import inspect
 import itertools
 import linecache
 import os
@@ -201,6 +204,33 @@ def executing_expression(
     lasti = frame.f_lasti if lasti is None else lasti
     lineno = lineno or frame.f_lineno or 0
     return _EXPRESSIONS.get(code, (lasti, lineno), lambda: _expression_at(code, lasti, lineno))
+
+
+def subscripted(frame: types.FrameType | None, expression: str) -> object | None:
+    """The value `expression` (`a.b[...]`) indexes, read from `frame` where it is a name or a chain of attributes
+    (no call runs, nothing is evaluated); None where it cannot be read so."""
+    if frame is None:
+        return None
+    try:
+        node = ast.parse(expression, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Subscript):
+        return None
+    names, value = [], node.value
+    while isinstance(value, ast.Attribute):
+        names.append(value.attr)
+        value = value.value
+    if not isinstance(value, ast.Name):
+        return None
+    scopes = (frame.f_locals, frame.f_globals, vars(builtins))
+    found = next((scope[value.id] for scope in scopes if value.id in scope), None)
+    for name in reversed(names):
+        try:
+            found = inspect.getattr_static(found, name)  # a plain attribute's value; a property is not run
+        except AttributeError:
+            return None
+    return found
 
 
 def _expression_at(code: types.CodeType, lasti: int, lineno: int) -> tuple[str, str]:

@@ -107,6 +107,10 @@ CONDITION_HINT = (
     "use torch.where or decide on host values"
 )
 MASK_INDEX_HINT = "boolean-mask indexing sizes its output from device values: use torch.where or masked_fill"
+DEVICE_INDEX_HINT = (
+    "a host tensor indexed with device indices (a table indexed by a timestep) copies them to the host: keep the "
+    "table on the device (a buffer), or index it with a Python int"
+)
 GENERIC_HINT = "the host waits for the device here: keep values on the device, or move this out of the step"
 
 _CONDITION_OPS = ("POP_JUMP", "JUMP_IF", "TO_BOOL", "UNARY_NOT")
@@ -136,4 +140,15 @@ def hint_for(pattern_name: str) -> str:
     for pattern in PATTERNS:
         if pattern.name == pattern_name:
             return pattern.hint
-    return {"condition": CONDITION_HINT, "mask_index": MASK_INDEX_HINT}.get(pattern_name, GENERIC_HINT)
+    named = {"condition": CONDITION_HINT, "mask_index": MASK_INDEX_HINT, "device_index": DEVICE_INDEX_HINT}
+    return named.get(pattern_name, GENERIC_HINT)
+
+
+def indexed_on_host(subscripted: object) -> SyncDiagnosis | None:
+    """What a subscript that synced is, from the tensor it indexes (`attribution.subscripted`): indices of a host
+    tensor (DDIM's `self.alphas_cumprod[timestep]`) are copied back to the host; a device tensor's boolean mask is
+    `mask_index`. None where the indexed value is no host tensor."""
+    device = getattr(subscripted, "device", None)
+    if getattr(device, "type", "cuda") == "cpu":
+        return SyncDiagnosis("device_index", Kind.DTOH_SYNC, DEVICE_INDEX_HINT)
+    return None

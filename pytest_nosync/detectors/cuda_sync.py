@@ -90,7 +90,7 @@ class CudaSyncDetector(Detector):
 
     def record_sync(self, frame: Any) -> None:
         expression, opname = attribution.executing_expression(frame)
-        diagnosis = hints.diagnose(expression, opname)
+        diagnosis = _diagnose(frame, expression, opname)
         self.ctx.record(
             diagnosis.kind,
             attribution.frames_from(frame),
@@ -104,8 +104,9 @@ class CudaSyncDetector(Detector):
         if not isinstance(exc, RuntimeError) or SYNC_MESSAGE not in str(exc):
             return False
         frames = attribution.frames_from_traceback(exc.__traceback__)
-        expression, opname = attribution.executing_expression(*_innermost(exc.__traceback__))
-        diagnosis = hints.diagnose(expression, opname)
+        innermost = _innermost(exc.__traceback__)
+        expression, opname = attribution.executing_expression(*innermost)
+        diagnosis = _diagnose(innermost[0], expression, opname)
         self.ctx.record(
             diagnosis.kind,
             frames,
@@ -115,6 +116,15 @@ class CudaSyncDetector(Detector):
             data={"pattern": diagnosis.pattern},
         )
         return True
+
+
+def _diagnose(frame: Any, expression: str, opname: str) -> hints.SyncDiagnosis:
+    """The pattern of a sync; a subscript's from the tensor it indexes, which only the frame shows (a boolean mask of a
+    device tensor and a host table indexed by a device timestep are the same opcode)."""
+    diagnosis = hints.diagnose(expression, opname)
+    if diagnosis.pattern == "mask_index":
+        return hints.indexed_on_host(attribution.subscripted(frame, expression)) or diagnosis
+    return diagnosis
 
 
 def _innermost(tb: Any) -> tuple[Any, int | None, int | None]:

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ..findings import Kind
+from ..hints import DEVICE_INDEX_HINT
 from .identity import DEVICE_TYPE
 
 DTOH = Kind.DTOH_SYNC
@@ -50,7 +51,6 @@ NON_BLOCKING_PAGEABLE_HINT = (
     "on the device"
 )
 HOST_OPERAND_HINT = "host indices or values of a device indexing op are copied to the device first: create them there"
-DEVICE_INDEX_HINT = "a host tensor indexed with device indices copies them to the host: index on one side only"
 EQUAL_HINT = "torch.equal returns a Python bool read from the device: keep (a == b).all() as a tensor"
 HISTC_HINT = "histc without a range reads min/max back from the device: pass min= and max="
 LINALG_HINT = "torch.linalg checks errors on the host: use the *_ex variant (check_errors=False) and check info later"

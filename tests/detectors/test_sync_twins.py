@@ -38,6 +38,18 @@ def test_bug_twin_is_caught_at_its_line(twin: Twin, backend: str, x, device) -> 
     assert report.passed is False
 
 
+@pytest.mark.parametrize(
+    ("name", "pattern"), [("host_table_device_index", "device_index"), ("mask_index", "mask_index")]
+)
+def test_an_index_that_syncs_is_told_by_the_tensor_it_indexes(name: str, pattern: str, backend: str, x, device) -> None:
+    """A host table indexed by a device timestep (DDIM's `self.alphas_cumprod[timestep]`) is no boolean mask: the same
+    opcode, told apart by what it indexes, each with its own remedy."""
+    twin = next(t for t in BUG_TWINS if t.name == name)
+    (finding,) = _run(twin, backend, x, device).failures
+    assert finding.data["pattern"] == pattern, finding
+    assert ("timestep" in finding.hint) is (pattern == "device_index"), finding.hint
+
+
 @pytest.mark.parametrize("twin", CLEAN_TWINS, ids=lambda t: t.name)
 def test_clean_twin_passes(twin: Twin, backend: str, x, device) -> None:
     report = _run(twin, backend, x, device)

@@ -128,6 +128,15 @@ def mask_index(x, dev):
     return x[mask]  # expect: dtoh_sync
 
 
+_TABLE = torch.linspace(1.0, 0.0, 10)  # a scheduler's table kept on the host, as DDIM's alphas_cumprod
+
+
+@bug("dtoh_sync")
+def host_table_device_index(x, dev):
+    timestep = (x[:1] * 0).long()  # a timestep on the device
+    return _TABLE[timestep]  # expect: dtoh_sync
+
+
 @bug("dtoh_sync")
 def masked_select(x, dev):
     return torch.masked_select(x, x > 0)  # expect: dtoh_sync

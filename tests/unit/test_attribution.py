@@ -118,3 +118,23 @@ def test_diagnose_patterns(expression: str, opname: str, kind: str, pattern: str
     diagnosis = hints.diagnose(expression, opname)
     assert (diagnosis.kind, diagnosis.pattern) == (kind, pattern)
     assert diagnosis.hint
+
+
+class _Scheduler:
+    def __init__(self) -> None:
+        self.alphas_cumprod = torch.linspace(1.0, 0.0, 4)
+
+    @property
+    def sigmas(self) -> torch.Tensor:
+        raise AssertionError("a property is never run to tell what a subscript indexes")
+
+
+def test_what_a_subscript_indexes_is_read_from_the_frame_without_running_code() -> None:
+    scheduler = _Scheduler()
+    frame = sys._getframe()
+    table = attribution.subscripted(frame, "scheduler.alphas_cumprod[timestep]")
+    assert table is scheduler.alphas_cumprod
+    assert hints.indexed_on_host(table).pattern == "device_index"
+    assert not isinstance(attribution.subscripted(frame, "scheduler.sigmas[i]"), torch.Tensor)
+    assert attribution.subscripted(frame, "scheduler.step(x)[0]") is None  # a call: not read
+    assert hints.indexed_on_host(attribution.subscripted(frame, "missing[0]")) is None
