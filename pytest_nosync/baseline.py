@@ -433,8 +433,10 @@ def _key(entry: Entry) -> tuple:
             entry.occurrence, entry.where, entry.exception, entry.message)  # fmt: skip
 
 
-def write(path: str, entries: list[Entry]) -> None:
-    doc: dict[str, Any] = {"schema": SCHEMA, "entries": [_compact(e) for e in entries]}
+def write(path: str, entries: list[Entry], written_with: dict[str, Any] | None = None) -> None:
+    """The baseline file; `written_with`: what the writing run ran (diffusers, backend, dtype), for its reader."""
+    doc: dict[str, Any] = {"schema": SCHEMA, **({"written_with": written_with} if written_with else {}),
+                           "entries": [_compact(e) for e in entries]}  # fmt: skip
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(doc, fh, indent=2)
         fh.write("\n")

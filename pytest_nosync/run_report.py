@@ -60,8 +60,8 @@ def diffusers_version() -> str | None:
         return None
 
 
-def environment(backend: str = "") -> dict[str, Any]:
-    """What a reader needs to reproduce a run: versions, device, backend."""
+def environment(backend: str = "", dtype: str = "") -> dict[str, Any]:
+    """What a reader needs to reproduce a run: versions, device, backend, and the dtype its pipelines ran in."""
     import torch  # here: the plugin imports this module in every pytest run, checking or not
 
     from . import devices
@@ -82,6 +82,7 @@ def environment(backend: str = "") -> dict[str, Any]:
         "diffusers_path": diffusers_location(),
         "device": device or "cpu",
         "backend": backend,
+        **({"dtype": dtype} if dtype else {}),
     }
 
 

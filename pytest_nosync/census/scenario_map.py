@@ -20,7 +20,7 @@ from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS
 from .outcomes import Coverage, Verdict
 from .raises import Causes, causes
-from .table import Cell, rows
+from .table import Cell, dtype_of, rows
 
 
 @dataclass
@@ -36,9 +36,9 @@ class ScenarioMap:
             f"# {title}",
             "",
             f"diffusers {environment.get('diffusers')}, torch {environment.get('torch')}, backend "
-            f"{environment.get('backend')} ({environment.get('device')}). Check `{self.check}`: {checked} of "
-            f"{len(self.cells)} pipeline × scenario cells reached a verdict. A cell is the check's count (for syncs: "
-            "per steady step; `census table` names the places), or why it has none.",
+            f"{environment.get('backend')} ({environment.get('device')}){dtype_of(environment)}. Check "
+            f"`{self.check}`: {checked} of {len(self.cells)} pipeline × scenario cells reached a verdict. A cell is "
+            "the check's count (for syncs: per steady step; `census table` names the places), or why it has none.",
             "",
             *self._against_plain(),
             "",

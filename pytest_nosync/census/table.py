@@ -99,7 +99,8 @@ def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[s
         f"# {title}",
         "",
         f"diffusers {environment.get('diffusers')}, torch {environment.get('torch')}, backend "
-        f"{environment.get('backend')} ({environment.get('device')}). {coverage.count(Verdict.CHECKED)} of {checks} "
+        f"{environment.get('backend')} ({environment.get('device')}){dtype_of(environment)}. "
+        f"{coverage.count(Verdict.CHECKED)} of {checks} "
         f"checks reached a verdict; {coverage.fully_checked} of {len(coverage.outcomes)} pipeline tester classes "
         f"fully checked; {with_syncs} with a sync in their steady steps, {raised} raised.",
         "",
@@ -112,6 +113,12 @@ def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[s
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     notes = raises.footnotes("check")
     return "\n".join(lines + (["", *notes] if notes else [])) + "\n"
+
+
+def dtype_of(environment: Mapping[str, Any]) -> str:
+    """The dtype a census ran its pipelines in, as a title says it (a report of an earlier release has none)."""
+    dtype = environment.get("dtype")
+    return f", {dtype}" if dtype else ""
 
 
 def column_title(column: str) -> str:

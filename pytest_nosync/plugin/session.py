@@ -140,6 +140,16 @@ class NosyncSession:
             cached = item.stash[_MARKER] = table.parse_marker(marker.args, marker.kwargs) if marker else {}
         return cached
 
+    @property
+    def dtype(self) -> str:
+        """The dtype the run's pipelines run in: the census's (float32 unless --nosync-dtype says) where it checks
+        diffusers' tester classes, else the suite's (bfloat16 on CUDA, float32 emulated, unless --nosync-dtype)."""
+        if self.settings.dtype:
+            return self.settings.dtype
+        if self.census is not None:
+            return "float32"
+        return str(self.suite.call_context.dtype).removeprefix("torch.")
+
     def known_matcher(self, test_id: str, target: str, check: str, scenario: str = "plain") -> KnownMatcher | None:
         """The baseline's matcher for one test, or None without a baseline."""
         if self.baseline is None:
@@ -289,11 +299,11 @@ class NosyncSession:
 
     # ---- the run -------------------------------------------------------------------------------------------------
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        env = run_report.environment(self.settings.backend)
+        env = run_report.environment(self.settings.backend, self.dtype)
         options = table.resolve(self.settings, {})
         trace = "nsys" if self.settings.trace.nsys else self.settings.trace.mode
         lines = [
-            f"nosync: backend {self.settings.backend} ({env['device']}), mode {options.mode}, "
+            f"nosync: backend {self.settings.backend} ({env['device']}), dtype {self.dtype}, mode {options.mode}, "
             f"profiler {'on' if options.profile else 'off'}, trace {trace}, torch {env['torch']}, "
             f"diffusers {env['diffusers']} ({env['diffusers_path']})"
         ]
@@ -437,7 +447,9 @@ class NosyncSession:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if self.settings.baseline_write:
             entries = baseline.entries_from(self.reports, diffusers, self.baseline)
-            if self._output("--nosync-baseline-write", lambda: baseline.write(self.settings.baseline_write, entries)):
+            written_with = {"diffusers": diffusers, "backend": self.settings.backend, "dtype": self.dtype}
+            if self._output("--nosync-baseline-write",
+                            lambda: baseline.write(self.settings.baseline_write, entries, written_with)):  # fmt: skip
                 self.written = (baseline.recorded(self.reports), len(entries))
         cache = getattr(self.config, "cache", None)
         costs = self.per_group() if cache is not None else {}
@@ -470,7 +482,7 @@ class NosyncSession:
         census = self.census.coverage if self.census is not None else None
         if census is not None and (census.outcomes or census.import_failures):
             extra["census"] = census.to_dict()
-        doc = run_report.document(self.reports, run_report.environment(self.settings.backend), extra)
+        doc = run_report.document(self.reports, run_report.environment(self.settings.backend, self.dtype), extra)
         run_report.write(self.settings.report, doc)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

@@ -84,6 +84,8 @@ def test_write_a_baseline_from_the_run_then_pass_with_it(pytester: pytest.Pytest
     }
     assert all(e["reason"] and e["target"] == "demo" for e in doc["entries"])
     assert {e["diffusers"] for e in doc["entries"]} == {default_range(diffusers_version())}
+    # what the writing run ran, for whoever judges by the file: a float32 census's findings are not a bfloat16 one's
+    assert doc["written_with"] == {"diffusers": diffusers_version(), "backend": "emulate", "dtype": "float32"}
     second = pytester.runpytest("--nosync", "--nosync-baseline=new.json")
     second.assert_outcomes(passed=2)
     assert second.ret == pytest.ExitCode.OK

@@ -85,7 +85,9 @@ def test_the_census_checks_each_tester_with_each_scenario_and_counts_what_does_n
             "CacheMixin) (e.g. *LoopPipelineFastTests::syncs-first_block_cache)",
         ]
     )
-    census = json.loads((pytester.path / "r.json").read_text())["census"]
+    doc = json.loads((pytester.path / "r.json").read_text())
+    census = doc["census"]
+    assert doc["environment"]["dtype"] == "float32"  # the census's, as its testers build their components
     flux = census["outcomes"]["test_pipelines.py::TinyFluxPipelineFastTests"]
     assert sorted(flux) == ["syncs-first_block_cache", "syncs-taylorseer_cache"]
 
@@ -93,6 +95,7 @@ def test_the_census_checks_each_tester_with_each_scenario_and_counts_what_does_n
     table = _cli("census", "scenarios", str(pytester.path / "r.json"), "--title", "T")
     assert table.returncode == 0, table.stderr
     assert "| pipeline | first_block_cache | taylorseer_cache |" in table.stdout
+    assert "backend emulate (cpu), float32. Check `syncs`" in table.stdout  # the title line says the dtype
     assert "| FluxPipeline | 1 | 0 |" in table.stdout
     assert "| LoopPipeline | not checked: no CacheMixin | not checked: no CacheMixin |" in table.stdout
     assert "- `first_block_cache`: more in 1, as many in 0, fewer in 0" not in table.stdout  # no plain column here
