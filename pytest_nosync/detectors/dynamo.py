@@ -87,7 +87,7 @@ class DynamoDetector(Detector):
 
         self._patches.setattr(denoiser, "forward", forward)
         self._limits_before = _limits_counted()
-        logging.getLogger(_LIMIT_LOGGER).addHandler(self._limit_log)
+        logging.getLogger(_LIMIT_LOGGER).addFilter(self._limit_log)
 
     def _backend(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
         step = self.ctx.current_step
@@ -109,7 +109,7 @@ class DynamoDetector(Detector):
                 self._stance = None
             self._patches.undo()
         finally:
-            logging.getLogger(_LIMIT_LOGGER).removeHandler(self._limit_log)
+            logging.getLogger(_LIMIT_LOGGER).removeFilter(self._limit_log)
             # a limit hit whose warning was not logged (dynamo's logger above WARNING) still counts, without a place
             self._limits_unlogged = max(0, _limits_counted() - self._limits_before - self._limits_logged)
             torch._dynamo.reset()  # leave no compiled code or cache entries behind for later tests
@@ -204,17 +204,20 @@ class DynamoDetector(Detector):
             report.metrics["op_count"] = self.ops
 
 
-class _LimitLog(logging.Handler):
-    """Hands the detector dynamo's recompile-limit warning while it is armed (a handler on dynamo's logger: the
-    warning is the only place dynamo says which frame it stopped compiling)."""
+class _LimitLog(logging.Filter):
+    """Hands the detector dynamo's recompile-limit warning while it is armed (a filter on dynamo's logger: the warning
+    is the only place dynamo says which frame it stopped compiling), and keeps it from dynamo's own handler, which
+    wrote it raw into the terminal: the finding says it, with its place and hint. Dynamo's other records pass."""
 
     def __init__(self, detector: DynamoDetector) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__()
         self.detector = detector
 
-    def emit(self, record: logging.LogRecord) -> None:
+    def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str) and record.msg.startswith(_LIMIT_MESSAGE):
             self.detector.limit_hit(record)
+            return False
+        return True
 
 
 def _limits_counted() -> int:
