@@ -238,8 +238,9 @@ def _check_traceable(module: torch.nn.Module) -> None:
     if first is not None and is_emulated(first):
         raise CannotCheck(
             "graph breaks and recompiles cannot be checked on the emulated device (dynamo would trace the emulation, "
-            "not the model); they do not depend on the device: run this check on the plain CPU (the suite does, "
-            "and the `nosync_device` fixture gives `cpu` to tests whose only checks are graph_breaks/recompiles)"
+            "not the model); they do not depend on the device: run this check on the plain CPU (the suite does; in a "
+            "test whose only checks are graph_breaks/recompiles, put the pipeline on `cpu`: code written for `cuda` "
+            "runs there under the emulation)"
         )
 
 

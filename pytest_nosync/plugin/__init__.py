@@ -152,16 +152,17 @@ def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
     return NosyncFixture(request.node, request.config.stash.get(SESSION, None))
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def nosync_device(request: pytest.FixtureRequest) -> torch.device:
-    """The device of the active backend (cuda, or the emulated device), for tests written once for both; without
-    --nosync, cuda where a GPU is visible and the CPU elsewhere."""
+    """The device of the run's backend (cuda, or the emulated device), for tests written once for both; without
+    --nosync, cuda where a GPU is visible and the CPU elsewhere. One for the whole run, so that a module- or
+    session-scoped fixture (a pipeline built once) may take it."""
+    from .. import devices
+
     session = request.config.stash.get(SESSION, None)
     if session is not None:
-        return session.device_for(request.node)
+        return devices.execution_device(session.settings.backend)
     import torch
-
-    from .. import devices
 
     return torch.device("cuda" if devices.cuda_available() else "cpu")
 

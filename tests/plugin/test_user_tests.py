@@ -156,3 +156,40 @@ def test_a_pipeline_that_raises_is_an_error_finding_at_its_raise_site_and_its_se
         assert place in failing[0]["where"] and not tests[name]["not_checked"], tests[name]
     setup = [f for f in tests["test_raises_before_its_loop"]["findings"] if f["kind"] == "htod_sync"]
     assert [(f["status"], f["phase"]) for f in setup] == [("outside_steps", "before_steps")]
+
+
+SHARED_PIPELINE = """
+import pytest
+
+from tests.twins import loop_pipeline
+
+
+@pytest.fixture(scope="module")
+def pipe(nosync_device):  # built once for the module's tests: the usual way with a pipeline that is slow to build
+    return loop_pipeline.build(nosync_device)
+
+
+@pytest.fixture(scope="session")
+def device_of_the_run(nosync_device):
+    return nosync_device
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_clean_loop(pipe, device_of_the_run):
+    pipe(loop_pipeline.latents(device_of_the_run), num_inference_steps=3)
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_a_read_in_the_loop(pipe, nosync_device):
+    pipe(loop_pipeline.latents(nosync_device), num_inference_steps=3, read_early=True)
+"""
+
+
+def test_a_module_scoped_pipeline_fixture_takes_nosync_device(pytester: pytest.Pytester) -> None:
+    """nosync_device is the run's backend device, the same for every test: a module- or session-scoped fixture takes
+    it (function-scoped, it was a ScopeMismatch error in each test), and the checks judge the shared pipeline."""
+    pytester.makepyfile(test_shared=SHARED_PIPELINE)
+    checked = pytester.runpytest("--nosync", "-p", "no:cacheprovider")
+    checked.assert_outcomes(passed=1, failed=1)
+    checked.stdout.fnmatch_lines(["*dtoh_sync*loop_pipeline.py:*", "FAILED test_shared.py::test_a_read_in_the_loop*"])
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)  # off: plain tests
