@@ -87,7 +87,9 @@ class CudaGraphsDetector(Detector):
             self._patches.setattr(scheduler.Scheduler, "should_partition",
                                   self._partition_noting(scheduler.Scheduler.should_partition))  # fmt: skip
         # Inductor's caches would hand back a graph compiled by an earlier run (another process, the same code):
-        # nothing would be partitioned, so nothing said. Compiled afresh, every cut is seen.
+        # nothing would be partitioned, so nothing said. Compiled afresh, every cut is seen. In this process: a pool
+        # of compile workers (one process a core, each importing torch) costs more to start than a denoiser's few
+        # kernels take to compile.
         self._config = contextlib.ExitStack()
         self._config.enter_context(
             torch._inductor.config.patch(
@@ -95,6 +97,7 @@ class CudaGraphsDetector(Detector):
                     "triton.cudagraph_unexpected_rerecord_limit": 0,
                     "fx_graph_cache": False,
                     "fx_graph_remote_cache": False,
+                    "compile_threads": 1,
                 }
             )
         )
