@@ -63,7 +63,8 @@ class CheckOutcome:
         return f"{said} at {_code(self.where)}" if self.where else said
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "verdict": str(self.verdict)}
+        said = {k: v for k, v in asdict(self).items() if v or k not in ("exception", "message", "where")}
+        return {**said, "verdict": str(self.verdict)}  # what raised only where something did
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CheckOutcome:
