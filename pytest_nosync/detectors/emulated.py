@@ -47,6 +47,9 @@ class EmulatedSyncDetector(Detector):
         blamed = _first_outside(frame)
         expression, opname = attribution.executing_expression(blamed)
         pattern, hint = _diagnose(event, expression, opname)
+        if pattern == "mask_index" and not event.pattern:  # a read of an index, not a mask's: what does it index?
+            on_host = hints.indexed_on_host(attribution.subscripted(blamed, expression))
+            pattern, hint = (on_host.pattern, on_host.hint) if on_host is not None else (pattern, hint)
         self.ctx.record(
             event.kind,
             attribution.frames_from(frame),

@@ -133,7 +133,7 @@ _TABLE = torch.linspace(1.0, 0.0, 10)  # a scheduler's table kept on the host, a
 
 @bug("dtoh_sync")
 def host_table_device_index(x, dev):
-    timestep = (x[:1] * 0).long()  # a timestep on the device
+    timestep = (x[0] * 0).long()  # a timestep on the device (one value: CUDA refuses more to index a host tensor)
     return _TABLE[timestep]  # expect: dtoh_sync
 
 
