@@ -178,7 +178,10 @@ class Census:
         lines = self.selection.lines() if self.selection is not None else []
         if not checks:
             return lines
-        lines += [f"nosync: {len({i.class_id for i in checks})} pipeline tester class(es), {len(checks)} check(s)"]
+        lines += [
+            f"nosync: {len({i.class_id for i in checks})} pipeline tester class(es), {len(checks)} check(s), "
+            f"in {self.session.settings.dtype or 'float32'}"
+        ]
         hub = self.hub
         if hub is not None and hub.active:
             lines.append(

@@ -238,7 +238,10 @@ def test_under_xdist_loadgroup_the_census_counts_its_classes_and_reports_plain_i
     assert all(len(w) == 1 for w in workers.values()), workers
     # what the workers collected is said once by the controller, which collects nothing itself
     result.stdout.fnmatch_lines(
-        ["nosync: 2 pipeline tester class(es), 8 check(s)", "nosync: 8 of 8 checks reached a verdict; 2 of 2 *"]
+        [
+            "nosync: 2 pipeline tester class(es), 8 check(s), in float32",
+            "nosync: 8 of 8 checks reached a verdict; 2 of 2 *",
+        ]
     )
     assert result.stdout.str().count("pipeline tester class(es)") == 1
     doc = json.loads((pytester.path / "r.json").read_text())
