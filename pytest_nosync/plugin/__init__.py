@@ -167,6 +167,21 @@ def nosync_device(request: pytest.FixtureRequest) -> torch.device:
     return torch.device("cuda" if devices.cuda_available() else "cpu")
 
 
+@pytest.fixture(scope="session")
+def nosync_dtype(request: pytest.FixtureRequest) -> torch.dtype:
+    """The dtype the run's pipelines run in (`--nosync-dtype`; else bfloat16 on CUDA, float32 emulated), for a
+    pipeline fixture that builds as users run: it follows the option as the suite's targets do. Without --nosync,
+    bfloat16 where a GPU is visible and float32 elsewhere."""
+    import torch
+
+    from .. import devices
+
+    session = request.config.stash.get(SESSION, None)
+    if session is not None:
+        return session.suite.call_context.dtype
+    return torch.bfloat16 if devices.cuda_available() else torch.float32
+
+
 @pytest.fixture
 def nosync_target(request: pytest.FixtureRequest) -> Target:
     """The Target under test: a built-in one by name, or your own Target object (`indirect=True`)."""

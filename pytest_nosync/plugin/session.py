@@ -95,6 +95,8 @@ class NosyncSession:
         settings = replace(settings, backend=backend)
         usage.check_scenarios(settings)
         usage.check_pipeline_checks(settings)
+        if role is xdist.Role.ALONE:  # a controller runs nothing (and touches no GPU before its workers share it)
+            usage.check_dtype(settings)
         if role is not xdist.Role.WORKER:
             usage.check_rootdir(config)
             usage.check_outputs(settings)

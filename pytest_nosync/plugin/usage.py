@@ -177,6 +177,39 @@ def check_scenarios(settings: Settings) -> None:
                 ) from None
 
 
+def check_dtype(settings: Settings) -> None:
+    """A --nosync-dtype the run's device cannot compute in is one sentence before anything runs: a bfloat16 run on a
+    GPU without bfloat16 kernels (before Ampere), or a device whose convolution, matmul, attention or normalization
+    refuses the dtype (a few ops in it, once)."""
+    if not settings.dtype:
+        return
+    import torch
+
+    from .. import devices
+
+    dtype = getattr(torch, settings.dtype)
+    device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
+    if (
+        device.type == "cuda"
+        and dtype == torch.bfloat16
+        and not torch.cuda.is_bf16_supported(including_emulation=False)
+    ):
+        raise pytest.UsageError(
+            f"--nosync-dtype bfloat16: {torch.cuda.get_device_name(device)} has no bfloat16 kernels (before Ampere): "
+            "run float16 or float32 there"
+        )
+    try:
+        x = torch.ones(1, 2, 4, 4, device=device, dtype=dtype)
+        y = torch.nn.functional.conv2d(x, torch.ones(2, 2, 1, 1, device=device, dtype=dtype))
+        y = torch.nn.functional.scaled_dot_product_attention(y, y, y)
+        torch.nn.functional.group_norm(y @ y, 1).softmax(-1)
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise pytest.UsageError(
+            f"--nosync-dtype {settings.dtype}: the {device.type} device cannot run it: {first}"
+        ) from None
+
+
 def check_outputs(settings: Settings) -> None:
     outputs = (
         ("--nosync-report", settings.report, "nosync-report.json"),

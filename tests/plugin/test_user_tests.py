@@ -193,3 +193,62 @@ def test_a_module_scoped_pipeline_fixture_takes_nosync_device(pytester: pytest.P
     checked.assert_outcomes(passed=1, failed=1)
     checked.stdout.fnmatch_lines(["*dtoh_sync*loop_pipeline.py:*", "FAILED test_shared.py::test_a_read_in_the_loop*"])
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)  # off: plain tests
+
+
+DTYPED = """
+import pytest
+import torch
+
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+FLUX = TARGETS["flux"]
+
+
+@pytest.fixture(scope="module")
+def pipe(nosync_device, nosync_dtype):
+    return build_pipeline(FLUX, nosync_device, nosync_dtype)
+
+
+@pytest.mark.nosync(checks=["syncs"])
+def test_in_the_runs_dtype(pipe, nosync_device, nosync_dtype, request):
+    asked = request.config.getoption("nosync_dtype") or "float32"  # the emulation's own default
+    assert pipe.transformer.dtype == nosync_dtype == getattr(torch, asked)
+    pipe(**FLUX.call_kwargs(pipe, CallContext(nosync_device, nosync_dtype, steps=2)))
+"""
+
+
+@pytest.mark.parametrize("dtype", ["", "bfloat16"])
+def test_a_pipeline_fixture_follows_the_runs_dtype(pytester: pytest.Pytester, dtype: str) -> None:
+    """A marked test's pipeline follows --nosync-dtype where its fixture asks for the run's dtype (`nosync_dtype`)."""
+    pytester.makepyfile(test_dtyped=DTYPED)
+    option = [f"--nosync-dtype={dtype}"] if dtype else []
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "--nosync-report=r.json", *option)
+    result.assert_outcomes(passed=1)
+    (report,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert report["passed"] is True
+
+
+def test_a_dtype_the_device_cannot_run_is_one_sentence_before_anything_runs(pytester: pytest.Pytester) -> None:
+    # a device without half-precision convolutions, as the probe meets it (the probe's raise is torch's own words)
+    pytester.makeconftest("""
+import torch
+
+convolve = torch.nn.functional.conv2d
+
+
+def conv2d(x, *args, **kwargs):
+    if x.dtype == torch.float16:
+        raise RuntimeError('"slow_conv2d_cpu" not implemented for \\'Half\\'')
+    return convolve(x, *args, **kwargs)
+
+
+torch.nn.functional.conv2d = conv2d
+""")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("--nosync", "--nosync-dtype=float16", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ['*--nosync-dtype float16: the * device cannot run it: "slow_conv2d_cpu" not implemented*']
+    )
+    assert "Traceback" not in result.stderr.str() and "passed" not in result.stdout.str()
