@@ -91,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("base", help="the base's --nosync-report (e.g. the merge base's)")
     f.add_argument("head", help="the head's --nosync-report (e.g. the pull request's)")
     f.add_argument("--title", default="nosync census", help="the comment's heading")
+    r = census_commands.add_parser(
+        "raises", help="every cause of the census's raised cells, with a command reproducing it (Markdown)"
+    )
+    r.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
+    r.add_argument("--title", default="What raised", help="the page's heading")
     for name, help in (
         ("scenarios", "the scenario census (Markdown): pipelines by scenarios for one check"),
         ("plot", "the scenario census as a heat map (PNG, SVG or PDF; needs matplotlib: the `plot` extra)"),
@@ -125,6 +130,8 @@ def main(
             return migrate_baseline(args.file, args.out)
         if args.command == "census" and args.census_command == "diff":
             return census_diff(args.base, args.head, args.title)
+        if args.command == "census" and args.census_command == "raises":
+            return census(args.report, args.title, raises=True)
         if args.command == "census" and args.census_command in ("scenarios", "plot"):
             return census_scenarios(args.report, args.check, args.title, getattr(args, "out", None))
         if args.command == "census":
@@ -141,7 +148,7 @@ def main(
         parser.exit(USAGE_ERROR, f"{parser.prog} {args.command}: {exc}\n")
 
 
-CENSUS_COMMANDS = ("table", "diff", "scenarios", "plot")
+CENSUS_COMMANDS = ("table", "diff", "raises", "scenarios", "plot")
 
 
 def _census_table_by_default(argv: list[str]) -> list[str]:
@@ -219,10 +226,12 @@ def compare_reports(reference_path: str, other_path: str) -> int:
     return 1 if result.only_other or result.failed_only_other else 0
 
 
-def census(paths: list[str], title: str) -> int:
-    """`census table`: the census table of a report (or of a census run in parts), as Markdown."""
+def census(paths: list[str], title: str, raises: bool = False) -> int:
+    """`census table`: the census table of a report (or of a census run in parts), as Markdown; `census raises`: the
+    causes of its raised cells, each with a command that reproduces it."""
     from .census.outcomes import merge
-    from .census.table import render
+    from .census.table import render, rows
+    from .census.upstream import upstream_list
 
     parts, reports, environment = [], [], {}
     for path in paths:
@@ -230,7 +239,13 @@ def census(paths: list[str], title: str) -> int:
         parts.append(coverage)
         reports += found
         environment = environment or doc.get("environment") or {}
-    print(render(reports, merge(parts), environment, title), end="")
+    merged = merge(parts)
+    text = (
+        upstream_list(rows(reports, merged), environment, title)
+        if raises
+        else render(reports, merged, environment, title)
+    )
+    print(text, end="")
     return 0
 
 

@@ -3,8 +3,9 @@
 point at a footnote (`raised [^r1]`) and the footnotes say what happened.
 
 A cell that raises is the pipeline's: the scenario census sets a feature's parameters as diffusers documents them for
-that pipeline (docs/scenarios.md), and a kernel that has no support for the inputs is counted as not applicable, so what
-is left raising is diffusers' to fix (`census raises` lists each cause with a command that reproduces it).
+that pipeline (docs/scenarios.md), and a kernel that has no support for the inputs is counted as not applicable, so
+what is left raising is diffusers' to fix (`census raises`, census.upstream, lists each cause with a command that
+reproduces it).
 """
 
 from __future__ import annotations

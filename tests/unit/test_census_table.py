@@ -368,6 +368,24 @@ def test_a_raised_cell_says_what_raised_once_per_cause() -> None:
     ) in coverage.summary()
 
 
+def test_the_upstream_list_gives_each_cause_its_pipelines_and_a_command_that_reproduces_it(tmp_path: Path) -> None:
+    faster = "/ckpt/src/diffusers/hooks/faster_cache.py:464"
+    reports = [
+        _raise(WAN, "syncs-faster_cache", "IndexError", "tuple index out of range", faster),
+        _raise(FLUX, "syncs-faster_cache", "IndexError", "tuple index out of range", faster),
+        _report(SANA, "syncs-faster_cache"),
+    ]
+    coverage = _coverage(reports, "WanPipeline")
+    done = _cli("census", "raises", _write(tmp_path, "r.json", reports, coverage), "--title", "T")
+    assert done.returncode == 0, done.stderr
+    assert "## r1. `IndexError: tuple index out of range` at `diffusers/hooks/faster_cache.py:464`" in done.stdout
+    assert "- 2 cell(s) under `faster_cache` (2)" in done.stdout
+    assert (
+        f'- reproduce: `pytest "tests/pipelines/{FLUX}::nosync[syncs-faster_cache]" --nosync --nosync-checks=syncs '
+        "--nosync-scenarios=faster_cache`"
+    ) in done.stdout
+
+
 def test_a_raise_recorded_before_outcomes_said_what_raised_is_read_from_its_report() -> None:
     """A report written by an earlier release has raised outcomes with a reason only: its `error` finding says the
     cause, so its table gets the footnotes too."""
