@@ -383,13 +383,15 @@ def _device_name(device: torch.device) -> str:
 def _on_device(value: Any, ctx: CallContext) -> Any:
     """An input on the call's device, as a caller that keeps its data there passes it: tensors moved, generators
     made on the device (a CPU generator makes the pipeline sample on the host and copy, in the loop for
-    stochastic schedulers: the harness's transfer, not the pipeline's)."""
+    stochastic schedulers: the harness's transfer, not the pipeline's). A floating-point tensor is in the call's
+    dtype, as a caller running the pipeline in it passes it (its text encoder's embeddings, its latents): the
+    testers' float32 inputs given to a bfloat16 pipeline raised in its first layer (Wan's patch embedding)."""
     from .. import devices
 
     if isinstance(value, torch.Generator):
         return devices.generator(ctx.device, int(value.initial_seed()))
     if isinstance(value, torch.Tensor):
-        return value.to(ctx.device)
+        return value.to(ctx.device, ctx.dtype if value.is_floating_point() else value.dtype)
     if isinstance(value, list) and value and all(isinstance(v, torch.Generator) for v in value):
         return [devices.generator(ctx.device, int(v.initial_seed())) for v in value]
     return value

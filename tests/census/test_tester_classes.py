@@ -1057,3 +1057,14 @@ def test_a_class_starts_from_empty_class_caches_so_the_earlier_pipelines_they_he
     result.assert_outcomes(passed=2)
     alive = [int(n) for n in (pytester.path / "alive.txt").read_text().split()]
     assert max(alive) == 1, alive  # without emptying: the first class's denoiser too, held by the cache
+
+
+def test_in_bfloat16_a_testers_float32_inputs_are_given_in_the_runs_dtype(pytester: pytest.Pytester) -> None:
+    """A census in bfloat16 runs the pipeline as its users do, with inputs in that dtype: the tester's float32 latents
+    given to a bfloat16 denoiser raised in its first layer (the census's choice, not the pipeline's)."""
+    pytester.makepyfile(test_pipelines=TESTERS.format(read=False))
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "TestLoop and syncs", "-p", "no:cacheprovider",
+                                "--nosync-dtype=bfloat16", "--nosync-report=r.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    outcome = json.loads((pytester.path / "r.json").read_text())["census"]["outcomes"]["test_pipelines.py::TestLoop"]
+    assert outcome["syncs"]["verdict"] == "checked", outcome
