@@ -136,8 +136,14 @@ def test_regional_compile_of_a_model_without_the_blocks_it_names_is_not_applicab
         FEATURES[scenario.feature](scenario, None, [MissingRepeatedDenoiser()], device)
     compiled: list[str] = []  # the clean twin reaches diffusers' compile_repeated_blocks (what it compiles: not here)
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, *a, **k: compiled.append(type(self).__name__))
+    earlier = torch.compile(lambda x: x * 2, backend="eager", fullgraph=True)  # another pipeline's compiled code
+    earlier(torch.ones(2))
+    code = earlier._torchdynamo_orig_callable.__code__
+    assert torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
     FEATURES[scenario.feature](scenario, None, [RepeatedDenoiser()], device)
     assert compiled == ["Linear"]
+    # compiled afresh: no recompiles another pipeline spent count against this one's limit
+    assert not torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
 
 
 class _NoKernel(Denoiser):
