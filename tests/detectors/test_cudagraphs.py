@@ -14,6 +14,10 @@ from pytest_nosync import nosync_guard
 from tests.detectors.test_sync_twins import CUDA_BACKEND_ONLY
 from tests.twins import loop_pipeline
 
+# Inductor compiles these: the first compile of a process pays its cold start (36.6 s of the main job's 95.6 on an
+# H200, the rest of the file 2.5 s), so they run where a marker expression names slow tests: `-m "gpu and slow"`.
+COMPILES = pytest.mark.slow
+
 
 class MutatesInput(torch.nn.Module):
     """A denoiser that scales its input latents in place in every call: inductor will not capture a graph that
@@ -48,6 +52,7 @@ def _guarded(pipe, device: torch.device, backend: str):
     return g.report
 
 
+@COMPILES
 @CUDA_BACKEND_ONLY
 def test_an_input_mutated_in_every_step_is_a_skip_at_its_line(backend: str, device: torch.device) -> None:
     pipe = loop_pipeline.build(device)
@@ -59,6 +64,7 @@ def test_an_input_mutated_in_every_step_is_a_skip_at_its_line(backend: str, devi
     assert "mutated inputs" in report.failures[0].detail
 
 
+@COMPILES
 @CUDA_BACKEND_ONLY
 @pytest.mark.parametrize("run", ["compiled", "from inductor's cache"])
 def test_a_cpu_tensor_made_in_every_step_is_a_partition_at_its_line(run: str, backend: str, device: torch.device
@@ -84,6 +90,7 @@ def test_a_cpu_tensor_made_in_every_step_is_a_partition_at_its_line(run: str, ba
     assert any("cpu ops" in f.detail for f in report.failures if f.where.line == line), report.findings
 
 
+@COMPILES
 @CUDA_BACKEND_ONLY
 def test_the_clean_twin_is_captured_and_passes(backend: str, device: torch.device) -> None:
     report = _guarded(loop_pipeline.build(device), device, backend)

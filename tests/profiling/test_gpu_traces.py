@@ -89,6 +89,7 @@ def test_eager_cuda_trace(pipe: TinyPipeline, tmp_path: Path) -> None:
     assert trace.of("kernel") and trace.of("cuda_runtime")
 
 
+@pytest.mark.slow  # inductor's cold start, as the cudagraphs twins (tests/detectors/test_cudagraphs.py)
 def test_compiled_denoiser_kernels_count_as_compiled(pipe: TinyPipeline, tmp_path: Path) -> None:
     pipe.transformer = torch.compile(pipe.transformer)  # inductor: Triton kernels, launched by cuLaunchKernel
     with torch.no_grad():
