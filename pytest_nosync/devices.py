@@ -111,6 +111,10 @@ def reset_peak(backend: str) -> None:
 _collecting_own = False  # a detector's own collection runs now: no CollectorFrees counts it back
 
 
+run_froze_heap = False  # a checking pytest run froze what its collection imported (plugin.heap_freeze)
+_left_frozen = False  # a block froze on top of a caller's freeze and left it: the process has a freeze, and a big one
+
+
 class PausedCollector:
     """Python's cyclic collector paused for a guarded block and run only when `collect()` says (a context manager;
     the collector's state is restored on exit, also when the block raises).
@@ -119,20 +123,31 @@ class PausedCollector:
     another: memory figures read then depend on when it ran. `collect()` frees everything the block dropped, reference
     cycles included, and no CollectorFrees counts it back. It scans only what the block made: the objects that were
     there before are frozen for the block (gc.freeze), so a full collection costs milliseconds, where one of a process
-    with torch, transformers and diffusers imported took a fifth of a second here. A process that froze objects itself
-    keeps its freeze, and what it made since is scanned too: a checking pytest run freezes what collection imported
-    (plugin.heap_freeze), and an interpreter may start with objects frozen, as the device's Python 3.12 does. Garbage
-    of earlier work stays put until the block ends."""
+    with torch, transformers and diffusers imported took a fifth of a second here. Garbage of earlier work stays put
+    until the block ends.
+
+    Where the process froze objects itself, the caller's freeze is never undone (gc.unfreeze would take all of it):
+    - a checking pytest run froze what its collection imported (plugin.heap_freeze, `run_froze_heap`): a full
+      collection scans what the run made since, a few objects, so nothing more is frozen (frozen, a previous check's
+      garbage would stay until the run's end);
+    - any other freeze (a serving runtime's `gc.freeze()`, an interpreter that starts with objects frozen, as the
+      device's Python 3.12 does): what exists when the block begins is frozen on top of it, as if the process had
+      called `gc.freeze()` there, and stays frozen after the block. Left to scan everything made since the caller's
+      freeze — torch, diffusers, the models — a guarded call cost 20x a plain one on the CPU, 50x on an H200; a
+      reference cycle of those objects that dies later is not collected, as for any frozen object."""
 
     def __enter__(self) -> PausedCollector:
+        global _left_frozen
         self._resume = gc.isenabled()
         gc.disable()
-        self._froze = gc.get_freeze_count() == 0
-        if self._froze:
-            self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
-            gc.freeze()
-        else:
-            self.collect()  # garbage made since the caller's freeze (the census's: a previous check's) goes now
+        # gc.get_freeze_count() walks the frozen objects: 44 ms a block once a run or a block froze the imports
+        self._froze = not run_froze_heap and not _left_frozen and gc.get_freeze_count() == 0
+        if run_froze_heap:
+            self.collect()  # garbage made since the run's freeze (the census's: a previous check's) goes now
+            return self
+        self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
+        gc.freeze()
+        _left_frozen = _left_frozen or not self._froze  # on top of a caller's freeze: it stays (see the docstring)
         return self
 
     def collect(self, generation: int = 2) -> None:
@@ -145,7 +160,7 @@ class PausedCollector:
 
     def __exit__(self, *exc: object) -> None:
         if self._froze:
-            gc.unfreeze()
+            gc.unfreeze()  # the block's own freeze, and nobody else's
         if self._resume:
             gc.enable()
 

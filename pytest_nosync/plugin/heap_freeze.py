@@ -2,11 +2,10 @@
 
 Everything collection imported (torch, transformers, diffusers, the test modules) lives for the run, and every full
 collection of Python's cyclic collector would scan it: diffusers' testers collect in every setUp (scanning it was a
-fifth of a census on the H100), and the growth check collects at each step end. A growth check's block freezes what
-was there before it only where the process has no freeze of its own (devices.PausedCollector keeps a caller's); where
-it has one (a serving runtime's `gc.freeze()`, an interpreter that starts with some objects frozen, as the device's
-Python 3.12 does), the run's freeze is what keeps those collections small: the suite's six emulated growth checks took
-14.6 s under an interpreter that froze at start, 5.3 s with this (docs/validation.md, section 26).
+fifth of a census on the H100), and the growth check collects at each step end. Frozen here, those collections scan
+what the run made since (devices.PausedCollector then freezes nothing more for a block, `devices.run_froze_heap`),
+whatever the process froze before: the suite's six emulated growth checks took 14.6 s under an interpreter that froze
+at start, 5.3 s with this (docs/validation.md, section 26).
 """
 
 from __future__ import annotations
@@ -16,6 +15,8 @@ import functools
 import gc
 
 import pytest
+
+from .. import devices
 
 
 class HeapFreeze:
@@ -29,12 +30,14 @@ class HeapFreeze:
         if not self.froze:
             gc.freeze()
             self.froze = True
+            devices.run_froze_heap = True  # a block's full collections scan what the run made since: few objects
             _freeze_at_exit()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.froze:
             gc.unfreeze()
             self.froze = False
+            devices.run_froze_heap = False
 
 
 @functools.cache
