@@ -190,14 +190,19 @@ class _State:
         self.me = self
 
 
+def replacing_state(g, device: torch.device, steps: int = 4) -> None:
+    """Each step replaces the last one's state, held in a reference cycle: only the collector frees the old one."""
+    holder: dict = {}
+    for _ in range(steps):
+        with g.step():
+            holder["state"] = _State(torch.ones(1024, device=device))
+
+
 def test_state_a_step_replaces_is_not_growth_when_only_the_collector_frees_the_old_one(backend: str, device) -> None:
     """The state of step k survives step k's end and becomes garbage in step k + 1, a cycle old enough that a
     collection of the young generations no longer sees it: growth of 4 KiB a step on the code before."""
-    holder: dict = {}
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
-        for _ in range(4):
-            with g.step():
-                holder["state"] = _State(torch.ones(1024, device=device))
+        replacing_state(g, device)
     assert g.report.passed and g.report.findings == [], g.report.findings
     assert set(g.report.metrics["alloc_bytes_per_step"].values()) - {4096} == {0}  # the first step's state stays
 
@@ -259,11 +264,8 @@ def test_under_a_callers_freeze_growth_is_found_with_the_same_figures(
 
 
 def test_under_a_callers_freeze_state_a_step_replaces_is_not_growth(backend: str, device, callers_freeze: None) -> None:
-    holder: dict = {}
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
-        for _ in range(4):
-            with g.step():
-                holder["state"] = _State(torch.ones(1024, device=device))
+        replacing_state(g, device)
     assert g.report.passed and g.report.findings == [], g.report.findings
     assert set(g.report.metrics["alloc_bytes_per_step"].values()) - {4096} == {0}
     with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
