@@ -162,7 +162,8 @@ class Tester:
         test (and its config) in a class of its own beside the one the census checks."""
         base = provider(self.cls) or self.cls
         module = inspect.getmodule(self.cls)
-        others = [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, base) and c is not self.cls]
+        found = vars(module).values() if module is not None else ()
+        others = [c for c in found if isinstance(c, type) and issubclass(c, base) and c is not self.cls]
         return [self.cls, *others]
 
     def components(self) -> dict[str, Any]:
