@@ -346,6 +346,11 @@ class Settings:
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def suite_dtype(self) -> str:
+        """The dtype of the suite's pipelines: --nosync-dtype, else bfloat16 on CUDA and float32 emulated."""
+        return self.dtype or ("bfloat16" if self.backend == "cuda" else "float32")
+
 
 _SETTINGS_FIELDS = {f.name for f in fields(Settings)}
 

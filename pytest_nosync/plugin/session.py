@@ -146,11 +146,9 @@ class NosyncSession:
     def dtype(self) -> str:
         """The dtype the run's pipelines run in: the census's (float32 unless --nosync-dtype says) where it checks
         diffusers' tester classes, else the suite's (bfloat16 on CUDA, float32 emulated, unless --nosync-dtype)."""
-        if self.settings.dtype:
-            return self.settings.dtype
-        if self.census is not None and self.census.coverage.outcomes:  # (the census's header says it before)
-            return "float32"
-        return "bfloat16" if self.settings.backend == "cuda" else "float32"  # the suite's call context's default
+        if not self.settings.dtype and self.census is not None and self.census.coverage.outcomes:
+            return "float32"  # (the census's collection header says it before)
+        return self.settings.suite_dtype
 
     def known_matcher(self, test_id: str, target: str, check: str, scenario: str = "plain") -> KnownMatcher | None:
         """The baseline's matcher for one test, or None without a baseline."""

@@ -125,10 +125,7 @@ class SuiteRun:
 
         settings = self.settings
         device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
-        dtype = getattr(torch, settings.dtype) if settings.dtype else None
-        if dtype is None:
-            dtype = torch.bfloat16 if settings.backend == "cuda" else torch.float32
-        return CallContext(device=device, dtype=dtype, steps=settings.steps)
+        return CallContext(device=device, dtype=getattr(torch, settings.suite_dtype), steps=settings.steps)
 
     def _key(self, target: Target, device: torch.device, dtype: torch.dtype, scenario: Scenario | None = None) -> tuple:
         checkpoint = self.settings.checkpoint.get(target.name)
