@@ -205,11 +205,6 @@ def _layerwise_casting(scenario: Scenario, pipe: Any, modules: list[Any], device
 
 
 def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
-    # Dynamo counts recompiles per code object, and every pipeline of a family shares its blocks' forward: compiled
-    # after other pipelines of the process, a block hit the recompile limit they had used up (fullgraph=True: a hard
-    # failure). Compiled afresh, a pipeline's verdict is its own (Stable Diffusion's raised in one census and not in
-    # another, by what its worker had compiled before).
-    torch._dynamo.reset()
     for module in modules:
         if not (
             getattr(module, "_repeated_blocks", None) and callable(getattr(module, "compile_repeated_blocks", None))
@@ -219,6 +214,12 @@ def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device:
         if not any(type(block).__name__ in named for block in module.modules()):  # compile_repeated_blocks refuses
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} names {sorted(named)} as its repeated "
                                 "blocks, and this one has none of them")  # fmt: skip
+    # Dynamo counts recompiles per code object, and every pipeline of a family shares its blocks' forward: compiled
+    # after other pipelines of the process, a block hit the recompile limit they had used up (fullgraph=True: a hard
+    # failure). Compiled afresh, a pipeline's verdict is its own (Stable Diffusion's raised in one census and not in
+    # another, by what its worker had compiled before). Only where it applies: nothing is reset for a refusal.
+    torch._dynamo.reset()
+    for module in modules:
         module.compile_repeated_blocks(fullgraph=scenario.value("fullgraph"), backend=scenario.value("backend"))
 
 
