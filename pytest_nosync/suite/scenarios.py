@@ -200,8 +200,18 @@ def _layerwise_casting(scenario: Scenario, pipe: Any, modules: list[Any], device
     for module in modules:
         if not callable(getattr(module, "enable_layerwise_casting", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_layerwise_casting")
-        compute = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
-        module.enable_layerwise_casting(storage_dtype=storage, compute_dtype=compute)
+        module.enable_layerwise_casting(storage_dtype=storage, compute_dtype=_runs_in(module))
+
+
+def _runs_in(module: Any) -> torch.dtype:
+    """The dtype most of a model's weights are in: the `compute_dtype` diffusers' docs pass (the dtype the model was
+    loaded in). Not its first parameter's: `_keep_in_fp32_modules` (Wan's modulation table, registered first) stay
+    float32 in a bfloat16 model, and the pipeline casts its latents to the compute dtype the model then reports."""
+    sizes: dict[torch.dtype, int] = {}
+    for param in module.parameters():
+        if param.is_floating_point():
+            sizes[param.dtype] = sizes.get(param.dtype, 0) + param.numel()
+    return max(sizes, key=sizes.__getitem__) if sizes else torch.float32
 
 
 def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:

@@ -194,3 +194,26 @@ def test_a_raise_in_the_prelude_is_reported_at_its_own_raise_site() -> None:
     prepared = pipelines.prepare(lambda: _loop(Denoiser()), SCENARIOS["plain"], "transformer", torch.device("cpu"),
                                  then=prelude)  # fmt: skip
     assert type(prepared.error) is RuntimeError and prepared.error.__traceback__.tb_frame.f_code.co_name == "prelude"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=["bfloat16", "float32"])
+def test_layerwise_casting_computes_in_the_dtype_the_model_was_loaded_in(dtype: torch.dtype) -> None:
+    """A Wan transformer loaded in bfloat16 keeps its `_keep_in_fp32_modules` in float32, and its first parameter is
+    one of them: the scenario computes in bfloat16 as diffusers' docs do, so the pipeline's latents, cast to the dtype
+    the model reports, meet its bfloat16 patch embedding (computing in float32 raised `Input type (float) and bias type
+    (c10::BFloat16)` at transformer_wan.py's patch embedding in every Wan cell of the bfloat16 census)."""
+    from diffusers import WanTransformer3DModel
+
+    from pytest_nosync.suite.targets.registry import _cast_like_from_pretrained
+
+    model = WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12, in_channels=4, out_channels=4,
+        text_dim=16, freq_dim=32, ffn_dim=16, num_layers=1, rope_max_seq_len=32,
+    )  # fmt: skip
+    _cast_like_from_pretrained(model, dtype)
+    assert next(model.parameters()).dtype == torch.float32  # the kept table comes first
+    FEATURES["layerwise_casting"](parse("layerwise_casting")[0], None, [model], torch.device("cpu"))
+    assert model.dtype == dtype
+    latents = torch.randn(1, 4, 1, 4, 4).to(model.dtype)  # what Wan's pipeline does with its float32 latents
+    out = model(latents, timestep=torch.tensor([500]), encoder_hidden_states=torch.randn(1, 3, 16).to(model.dtype))
+    assert out.sample.shape == latents.shape
