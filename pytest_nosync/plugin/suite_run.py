@@ -145,6 +145,7 @@ class SuiteRun:
         the one path of the suite and the census). A checkpoint asked for that does not load fails the test; a target
         the installed diffusers cannot build, or a scenario that does not apply to it, is skipped, and counted; a
         scenario that raises is the checks' `error` finding."""
+        from .. import devices
         from ..suite.pipelines import prepare
         from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
 
@@ -154,6 +155,7 @@ class SuiteRun:
                 self._pipelines[key] = prepare(
                     lambda: build_pipeline(target, device, dtype, checkpoint=key[-1]), scenario, target.denoiser, device
                 )
+                devices.freeze_what_lives_for_the_run()  # kept to the run's end: no collection need scan it again
             except TargetUnavailable as exc:
                 pytest.skip(str(exc))
             except CheckpointError as exc:

@@ -43,3 +43,24 @@ def test_objects_the_process_froze_before_the_run_are_not_all_a_test_sees_frozen
         assert _frozen_in_a_test(pytester, "--nosync") > before + 1000
     finally:
         gc.unfreeze()
+
+
+BUILT = """
+import gc, json, pathlib
+import pytest
+
+@pytest.mark.parametrize("nosync_target", ["flux"], indirect=True)
+def test_built(nosync_pipeline):
+    frozen = not any(o is nosync_pipeline for o in gc.get_objects())  # a frozen object is in no generation
+    pathlib.Path(__file__).with_name("frozen.json").write_text(json.dumps(frozen))
+"""
+
+
+def test_a_suite_pipeline_lives_for_the_run_and_is_frozen_for_it(pytester: pytest.Pytester) -> None:
+    """Bug twin: a pipeline the suite builds is kept to the run's end, with the diffusers and transformers modules its
+    build imported, and every full collection of the growth check scanned them (two seconds a growth test on an H200).
+    A checking run now freezes them after the build (without --nosync the fixture builds nothing)."""
+    pytester.makepyfile(test_built=BUILT)
+    pytester.runpytest("--nosync", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert json.loads((pytester.path / "frozen.json").read_text()) is True
+    assert gc.get_freeze_count() == 0  # the run unfroze it at its end
