@@ -24,7 +24,14 @@ from ..scenarios import PLAIN, SCENARIOS, Scenario
 from .checks import CallKwargs, run_check
 from .guarded_call import error_report
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
-from .testers import Uncallable
+
+
+class Uncallable(Exception):
+    """The pipeline raised in its plain call: a finding of the check (kind `error`), not a reason to skip it."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 @dataclass

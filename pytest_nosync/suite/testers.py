@@ -34,6 +34,7 @@ import torch
 
 from ..patching import Patches
 from ..scenarios import AUTO, Scenario
+from .pipelines import Uncallable
 from .targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
@@ -326,14 +327,6 @@ def _further_steps(asked: int, parameters: frozenset[str]) -> int:
     if parameters & set(FLOORED_STEPS):
         return 2 * asked + 8
     return asked + 1
-
-
-class Uncallable(Exception):
-    """The pipeline raised in its plain call: a finding of the check (kind `error`), not a reason to skip it."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 # ---- instances and inputs ---------------------------------------------------------------------------------------
