@@ -1,13 +1,13 @@
 """Every diffusers pipeline under the gate: nosync checks beside each pipeline tester class of a diffusers checkout.
 
-Collected with --nosync, a test module's tester class (suite.testers) gets one item per check of the suite,
+Collected with --nosync, a test module's tester class (census.testers) gets one item per check of the suite,
 `<module>::<TestClass>::nosync[<check>]`, marked `gpu` and `nosync`: `pytest tests/pipelines -m gpu --nosync` runs
 them and none of diffusers' own tests (unmarked, unchanged, and untouched without --nosync); `-k nosync` selects them
 among the others. Each item runs the same check as the suite's test of a target (suite.checks.run_check: one guarded
 call, the same detectors, baseline, reports and traces) on the tester's pipeline, built once per run from its
 `get_dummy_components()` and calibrated by one plain call. A tester that cannot be driven here is skipped with its
 reason and counted; the summary says the coverage. Where the hub cannot be reached, the repositories the testers
-load are stood in for by repositories built in code (suite.hub_standins), and the run says so.
+load are stood in for by repositories built in code (census.hub_standins), and the run says so.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from ..findings import Report
 from ..scenarios import PLAIN
 
 if TYPE_CHECKING:
+    from ..census.hub_standins import Installation
+    from ..census.testers import Tester
     from ..scenarios import Scenario
-    from ..suite.hub_standins import Installation
     from ..suite.pipelines import Prepared
-    from ..suite.testers import Tester
     from .changed import Selection
     from .session import NosyncSession
 
@@ -106,7 +106,7 @@ class Census:
         result = yield
         if not inspect.isclass(obj):
             return result
-        from ..suite import testers
+        from ..census import testers
 
         if not testers.is_pipeline_tester(obj):
             return result
@@ -143,7 +143,7 @@ class Census:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         census = any(isinstance(item, TesterCheck) for item in session.items)
         if self.hub is None and census:
-            from ..suite import hub_standins
+            from ..census import hub_standins
 
             self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
         self.header = self._header(session.items)
@@ -186,7 +186,7 @@ class Census:
         if hub is not None and hub.active:
             lines.append(
                 f"nosync: the hub cannot be reached: {len(hub.stood_in)} repositories the testers load are stood in "
-                "for by tiny ones built in code (suite.hub_standins; nothing is downloaded)"
+                "for by tiny ones built in code (census.hub_standins; nothing is downloaded)"
             )
         return lines
 
@@ -295,12 +295,12 @@ class Census:
         plain one is built and calibrated first, once per run (a scenario's pipeline is built afresh, its calibration
         the plain one's); a tester that cannot be driven here, or a scenario that does not apply, is skipped with its
         reason."""
+        from ..census.testers import NotDrivable, Tester, Uncallable
         from ..scenarios import SCENARIOS
         from ..suite import process_caches
         from ..suite.checks import warmed
         from ..suite.pipelines import Prepared, prepare
         from ..suite.targets.registry import assemble
-        from ..suite.testers import NotDrivable, Tester, Uncallable
         from ..suite.torch_defaults import torch_defaults
 
         tester_class = item.tester_class

@@ -1,4 +1,4 @@
-"""A tester's calibrating calls (suite.testers.Tester.calibrate) on real diffusers pipelines of the twins: what they
+"""A tester's calibrating calls (census.testers.Tester.calibrate) on real diffusers pipelines of the twins: what they
 cost in steps, and that the step counts they give the checks run the steps the checks ask for."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from pytest_nosync.suite import testers
+from pytest_nosync.census import testers
 from pytest_nosync.suite.targets.base import CallContext
 from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler, TwoExpertsPipeline
 

@@ -1,4 +1,4 @@
-"""diffusers' tester classes under the gate (plugin.census, suite.testers), on tester classes of both upstream styles
+"""diffusers' tester classes under the gate (plugin.census, census.testers), on tester classes of both upstream styles
 written here around a real diffusers pipeline (tests/twins/loop_pipeline.py): which classes get checks, that the
 checks run real steps and find a planted sync at its line, and that what cannot be checked is counted, never passed."""
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.suite.hub_standins import STANDINS, materialize
+from pytest_nosync.census.hub_standins import STANDINS, materialize
 
 
 @pytest.fixture(scope="session")

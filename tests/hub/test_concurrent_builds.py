@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.suite.hub_standins import STANDINS, StandIn, built_repos, materialize
+from pytest_nosync.census.hub_standins import STANDINS, StandIn, built_repos, materialize
 
 REPOS = ("example/first", "example/second", "example/third")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_nosync.suite.hub_standins import hub_standins
-from pytest_nosync.suite.hub_standins.vision_language_repos import glm_image_config
+from pytest_nosync.census.hub_standins import hub_standins
+from pytest_nosync.census.hub_standins.vision_language_repos import glm_image_config
 
 GLM_IMAGE = "zai-org/GLM-Image"
 T5 = "hf-internal-testing/tiny-random-t5"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.suite.hub_standins import (
+from pytest_nosync.census.hub_standins import (
     STANDINS,
     StandIn,
     built_repos,
@@ -17,7 +17,7 @@ from pytest_nosync.suite.hub_standins import (
     install,
     materialize,
 )
-from pytest_nosync.suite.hub_standins import installation as installation_module
+from pytest_nosync.census.hub_standins import installation as installation_module
 
 T5 = "hf-internal-testing/tiny-random-t5"
 

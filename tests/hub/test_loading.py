@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_nosync.suite.hub_standins import STANDINS, hub_standins
+from pytest_nosync.census.hub_standins import STANDINS, hub_standins
 
 PROMPT = "A painting of a squirrel eating a burger, zq!"
 

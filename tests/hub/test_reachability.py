@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from pytest_nosync.suite.hub_standins import hub_reachable
+from pytest_nosync.census.hub_standins import hub_reachable
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.suite.hub_standins import hub_standins
+from pytest_nosync.census.hub_standins import hub_standins
 
 QWEN2_VL = "hf-internal-testing/tiny-random-Qwen2VLForConditionalGeneration"
 

@@ -13,12 +13,13 @@ import torch
 from diffusers import FluxPipeline
 
 from pytest_nosync import NotApplicable, apply_scenario
+from pytest_nosync.census import testers
+from pytest_nosync.census.testers import Uncallable
 from pytest_nosync.findings import Kind
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.scenarios import SCENARIOS, parse
-from pytest_nosync.suite import pipelines, testers
+from pytest_nosync.suite import pipelines
 from pytest_nosync.suite.scenarios import FEATURES, guidance_distilled
-from pytest_nosync.suite.testers import Uncallable
 from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
 
 FASTER = "diffusers/hooks/faster_cache.py:470"  # out.chunk(2, dim=0)[1]: a batch of one split in two

@@ -15,7 +15,8 @@ import pytest_nosync
 
 PACKAGE = Path(pytest_nosync.__file__).parent
 
-# Lowest first; an area may import itself and any area before it.
+# Lowest first; an area may import itself and any area before it. A head names a module or package; a dotted head
+# (`census.testers`) places a part of a package above the rest of it, the longest head naming a module deciding.
 AREAS = (
     ("data", ("findings", "checks", "scenarios", "hints", "patching", "source_identity", "executed_code", "changes")),
     ("profiling", ("profiling",)),
@@ -38,6 +39,8 @@ AREAS = (
     ("detectors", ("detectors",)),
     ("guard", ("guard", "annotate")),
     ("suite", ("suite",)),
+    # the census's driving part: diffusers' tester classes built and called through the suite's pipeline path
+    ("census driving", ("census.testers", "census.hub_standins")),
     ("plugin", ("plugin",)),
     ("suite tests", ()),  # pytest_nosync/suite/test_*.py: collected by pytest, they use the plugin's fixtures
     ("entry points", ("__init__", "__main__", "cli")),
@@ -48,10 +51,11 @@ PYTEST_AREAS = {"plugin", "suite tests"}
 
 def area(module: str) -> str:
     """The area of a dotted module path inside the package (e.g. `detectors.memory`)."""
-    first = module.split(".")[0]
-    if first == "suite" and module.split(".")[-1].startswith("test_"):
+    parts = module.split(".")
+    if parts[0] == "suite" and parts[-1].startswith("test_"):
         return "suite tests"
-    return next(name for name, heads in AREAS if first in heads)
+    heads = (".".join(parts[:n]) for n in range(len(parts), 0, -1))  # the longest first
+    return next(name for head in heads for name, named in AREAS if head in named)
 
 
 def modules() -> dict[str, Path]:

@@ -34,8 +34,8 @@ import torch
 
 from ..patching import Patches
 from ..scenarios import AUTO, Scenario
-from .pipelines import Uncallable
-from .targets.base import CallContext, Target
+from ..suite.pipelines import Uncallable
+from ..suite.targets.base import CallContext, Target
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
