@@ -15,24 +15,24 @@ from __future__ import annotations
 import contextlib
 import gc
 import inspect
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..census import ids
+from ..census.changed import recorded
 from ..census.outcomes import CheckOutcome, Coverage, Verdict, import_error, outcome_of, skipped
 from ..findings import Report
 from ..scenarios import PLAIN
 
 if TYPE_CHECKING:
+    from ..census.changed import Selection
     from ..census.hub_standins import Installation
     from ..census.testers import Tester
     from ..scenarios import Scenario
     from ..suite.pipelines import Prepared
-    from .changed import Selection
     from .session import NosyncSession
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
@@ -155,7 +155,7 @@ class Census:
         checks = [item for item in items if isinstance(item, TesterCheck)]
         if not checks:
             return
-        from .changed import ChangesError, select
+        from ..census.changed import ChangesError, repo_of, roots_of, select
 
         ids = list(dict.fromkeys(item.class_id for item in checks))
         try:
@@ -264,31 +264,9 @@ class Census:
         calibration = built.tester.calibration if built.tester is not None else None
         return calibration.denoiser if calibration is not None else "transformer"
 
-    @contextlib.contextmanager
-    def _recording(self, item: TesterCheck) -> Iterator[None]:
-        """Record the code the tester's pipeline runs (its build and its calibrating call: what its checks run) for
-        a later --nosync-changed (plugin.changed), also when it raised (a tester that cannot be driven or checked
-        here is so because of the code it ran: until a change touches that code, the next run would say the same). A
-        recorder that cannot install itself records nothing."""
-        from ..executed_code import RecorderBusy, record_executed
-        from .changed import cache_key
-
-        cache = getattr(self.session.config, "cache", None)
-        if cache is None:
-            yield
-            return
-        roots = roots_of(item.path)
-        record = None
-        try:
-            with record_executed(roots=roots) as record:
-                yield
-        except RecorderBusy:
-            if record is not None:  # not the recorder's refusal at its start: the block's own
-                raise
-            yield  # refused before the block ran: it runs unrecorded
-        finally:
-            if record is not None:
-                cache.set(cache_key(item.class_id), record.to_json(roots))
+    def _recording(self, item: TesterCheck) -> contextlib.AbstractContextManager[None]:
+        """Record the code the tester's pipeline runs for a later --nosync-changed (census.changed.recorded)."""
+        return recorded(getattr(self.session.config, "cache", None), item.class_id, item.path)
 
     def _prepared(self, item: TesterCheck, ctx: Any) -> tuple[_Built, Prepared]:
         """The tester's pipeline on ctx's device with the item's scenario (suite.pipelines: the suite's path). The
@@ -393,20 +371,3 @@ def _skip_beyond_fixed_steps(tester: Tester, check: str, pipe: Any, steps: int) 
             f"not checkable: {tester.pipeline_class.__name__} runs {fixed} denoising step(s) a call whatever "
             f"num_inference_steps asks ({calibration.fixed_because}), fewer than the check needs"
         )
-
-
-def roots_of(test_file: Path) -> list[Path]:
-    """Where a tester's recorded code may live: the diffusers package under test, and the tests tree its module is
-    in (its outermost package directory, or its own directory)."""
-    import diffusers
-
-    tests = Path(test_file).resolve().parent
-    while (tests / "__init__.py").exists() and (tests.parent / "__init__.py").exists():
-        tests = tests.parent
-    return [Path(diffusers.__file__).resolve().parent, tests]
-
-
-def repo_of(test_file: Path) -> Path:
-    """The repository of the tester classes: a contributor's diffusers checkout, whose src/ is the diffusers under
-    test (a diffusers installed elsewhere is not the change's)."""
-    return Path(test_file).resolve().parent

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.changes import WHOLE_FILE, ChangesError, changed_lines, merge_base, touched
-from pytest_nosync.executed_code import ExecutedCode, record_executed
+from pytest_nosync.census.changes import WHOLE_FILE, ChangesError, changed_lines, merge_base, touched
+from pytest_nosync.census.executed_code import ExecutedCode, record_executed
 
 WORK = """\
 LIMIT = 3

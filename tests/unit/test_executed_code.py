@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync.executed_code import CodeSpan, ExecutedCode, RecorderBusy, record_executed
+from pytest_nosync.census.executed_code import CodeSpan, ExecutedCode, RecorderBusy, record_executed
 
 BACKENDS = ["setprofile"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
 

@@ -17,18 +17,60 @@ out a diffusers installed in site-packages or put on PYTHONPATH (docs/validation
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangesError, LineRanges, blobs_at, changed_lines, resolve, touched
-from ..executed_code import ExecutedCode, blob_sha
+from .changes import ChangesError, LineRanges, blobs_at, changed_lines, resolve, touched
+from .executed_code import ExecutedCode, RecorderBusy, blob_sha, record_executed
 
 CACHE_PREFIX = "nosync/executed/"
 
 
 def cache_key(class_id: str) -> str:
     return CACHE_PREFIX + class_id
+
+
+@contextlib.contextmanager
+def recorded(cache: Any, class_id: str, test_file: Path) -> Iterator[None]:
+    """Record the code the tester's pipeline runs (its build and its calibrating call: what its checks run) in
+    `cache` (pytest's; None: nothing is recorded) for a later --nosync-changed, also when it raised (a tester that
+    cannot be driven or checked here is so because of the code it ran: until a change touches that code, the next run
+    would say the same). A recorder that cannot install itself records nothing."""
+    if cache is None:
+        yield
+        return
+    roots = roots_of(test_file)
+    record = None
+    try:
+        with record_executed(roots=roots) as record:
+            yield
+    except RecorderBusy:
+        if record is not None:  # not the recorder's refusal at its start: the block's own
+            raise
+        yield  # refused before the block ran: it runs unrecorded
+    finally:
+        if record is not None:
+            cache.set(cache_key(class_id), record.to_json(roots))
+
+
+def roots_of(test_file: Path) -> list[Path]:
+    """Where a tester's recorded code may live: the diffusers package under test, and the tests tree its module is
+    in (its outermost package directory, or its own directory)."""
+    import diffusers  # the diffusers under test, imported by the census run that asks
+
+    tests = Path(test_file).resolve().parent
+    while (tests / "__init__.py").exists() and (tests.parent / "__init__.py").exists():
+        tests = tests.parent
+    return [Path(diffusers.__file__).resolve().parent, tests]
+
+
+def repo_of(test_file: Path) -> Path:
+    """The repository of the tester classes: a contributor's diffusers checkout, whose src/ is the diffusers under
+    test (a diffusers installed elsewhere is not the change's)."""
+    return Path(test_file).resolve().parent
 
 
 @dataclass
@@ -112,4 +154,4 @@ def _short(file: str, top: Path) -> str:
     return str(path.relative_to(top)) if path.is_relative_to(top) else file
 
 
-__all__ = ["ChangesError", "Selection", "cache_key", "select"]
+__all__ = ["ChangesError", "Selection", "cache_key", "recorded", "repo_of", "roots_of", "select"]
