@@ -21,6 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from .census.outputs import DEFAULT, OUTPUTS
+from .cli_errors import UsageError
+from .cli_errors import check_writable as _check_writable
+from .cli_errors import unreadable as _unreadable
+from .cli_errors import write as _write
 from .findings import Report
 from .profiling.config import NAMES as BUDGET_NAMES
 from .profiling.config import ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
@@ -82,30 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("options", help="the reference of every option, marker argument and ini key (Markdown)")
     n = commands.add_parser("census", help="a census of diffusers' tester classes: its table, or the diff of two")
     census_commands = n.add_subparsers(dest="census_command", required=True)
-    t = census_commands.add_parser("table", help="the census table (Markdown) of a --nosync-report (the default)")
-    t.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
-    t.add_argument("--title", default="Census", help="the page's heading")
-    f = census_commands.add_parser(
-        "diff", help="what changed between two censuses, as Markdown for a pull request; exit 1 when anything got worse"
-    )
-    f.add_argument("base", help="the base's --nosync-report (e.g. the merge base's)")
-    f.add_argument("head", help="the head's --nosync-report (e.g. the pull request's)")
-    f.add_argument("--title", default="nosync census", help="the comment's heading")
-    r = census_commands.add_parser(
-        "raises", help="every cause of the census's raised cells, with a command reproducing it (Markdown)"
-    )
-    r.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
-    r.add_argument("--title", default="What raised", help="the page's heading")
-    for name, help in (
-        ("scenarios", "the scenario census (Markdown): pipelines by scenarios for one check"),
-        ("plot", "the scenario census as a heat map (PNG, SVG or PDF; needs matplotlib: the `plot` extra)"),
-    ):
-        m = census_commands.add_parser(name, help=help)
-        m.add_argument("report", nargs="+", help="a census run's --nosync-report with --nosync-scenarios (or parts)")
-        m.add_argument("--check", default="syncs", help="the check mapped (default syncs)")
-        m.add_argument("--title", default="Scenario census", help="the heading")
-        if name == "plot":
-            m.add_argument("--out", required=True, help="the picture's file")
+    for output in OUTPUTS.values():
+        output.arguments(census_commands.add_parser(output.name, help=output.help))
     b = commands.add_parser("baseline", help="known-issues baseline files")
     b.add_argument(
         "action", choices=("migrate",), help="migrate: rewrite schema-1 entries (file:line) by code identity"
@@ -128,14 +111,8 @@ def main(
             return compare_reports(args.reference, args.other)
         if args.command == "baseline":
             return migrate_baseline(args.file, args.out)
-        if args.command == "census" and args.census_command == "diff":
-            return census_diff(args.base, args.head, args.title)
-        if args.command == "census" and args.census_command == "raises":
-            return census(args.report, args.title, raises=True)
-        if args.command == "census" and args.census_command in ("scenarios", "plot"):
-            return census_scenarios(args.report, args.check, args.title, getattr(args, "out", None))
         if args.command == "census":
-            return census(args.report, args.title)
+            return OUTPUTS[args.census_command].run(args)
         if args.command == "options":
             from .plugin.options import reference_markdown
 
@@ -148,18 +125,11 @@ def main(
         parser.exit(USAGE_ERROR, f"{parser.prog} {args.command}: {exc}\n")
 
 
-CENSUS_COMMANDS = ("table", "diff", "raises", "scenarios", "plot")
-
-
 def _census_table_by_default(argv: list[str]) -> list[str]:
     """`census REPORT...` is `census table REPORT...`: the table came first, and its command line stays."""
-    if argv[:1] == ["census"] and len(argv) > 1 and argv[1] not in (*CENSUS_COMMANDS, "-h", "--help"):
-        return ["census", "table", *argv[1:]]
+    if argv[:1] == ["census"] and len(argv) > 1 and argv[1] not in (*OUTPUTS, "-h", "--help"):
+        return ["census", DEFAULT, *argv[1:]]
     return argv
-
-
-class UsageError(ValueError):
-    """What was asked cannot be done, in one sentence: exit status 4."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -169,42 +139,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
-def _unreadable(what: str, path: str, exc: Exception) -> UsageError:
-    """One sentence for a file that could not be read as `what`: the reader's own sentence for one that is not what
-    it should be, the reason for one that cannot be read or is not JSON."""
-    if isinstance(exc, FileNotFoundError):
-        reason = "it does not exist"
-    elif isinstance(exc, IsADirectoryError):
-        reason = "it is a directory"
-    elif isinstance(exc, OSError):  # no permission; a .gz that is not gzip
-        reason = exc.strerror or str(exc)
-    elif isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)):
-        reason = f"it is not JSON ({exc})"
-    else:
-        return UsageError(str(exc))
-    return UsageError(f"cannot read {what} {path}: {reason}")
-
-
-def _check_writable(option: str, path: str | None, example: str) -> None:
-    """Before the work: an output that cannot be written stops the command with a sentence, not after it ran."""
-    from .run_report import check_writable
-
-    if path:
-        try:
-            check_writable(path, example)
-        except OSError as exc:
-            raise UsageError(f"{option}: {exc}" if option else str(exc)) from None
-
-
-def _write(option: str, path: str, write: Callable[[], object]) -> None:
-    """Write an output; one that became unwritable since it was checked is a sentence too."""
-    try:
-        write()
-    except OSError as exc:
-        where = f"{option}: " if option else ""
-        raise UsageError(f"{where}could not write {path}: {exc.strerror or exc}") from None
 
 
 def compare_reports(reference_path: str, other_path: str) -> int:
@@ -224,96 +158,6 @@ def compare_reports(reference_path: str, other_path: str) -> int:
         raise UsageError(f"{reference_path} and {other_path}: {exc}") from None
     print(render(result, ("reference", "other")))
     return 1 if result.only_other or result.failed_only_other else 0
-
-
-def census(paths: list[str], title: str, raises: bool = False) -> int:
-    """`census table`: the census table of a report (or of a census run in parts), as Markdown; `census raises`: the
-    causes of its raised cells, each with a command that reproduces it."""
-    from .census.outcomes import merge
-    from .census.table import render, rows
-    from .census.upstream import upstream_list
-
-    parts, reports, environment = [], [], {}
-    for path in paths:
-        doc, found, coverage = _census_of(path)
-        parts.append(coverage)
-        reports += found
-        environment = environment or doc.get("environment") or {}
-    merged = merge(parts)
-    text = (
-        upstream_list(rows(reports, merged), environment, title)
-        if raises
-        else render(reports, merged, environment, title)
-    )
-    print(text, end="")
-    return 0
-
-
-def census_diff(base_path: str, head_path: str, title: str) -> int:
-    """`census diff`: 1 when anything got worse from the base to the head."""
-    from .census.diff import NothingInCommon, diff
-
-    base, head = (_census_of(path) for path in (base_path, head_path))
-    try:
-        result = diff(base[1], base[2], head[1], head[2])
-    except NothingInCommon as exc:
-        raise UsageError(f"{base_path} and {head_path}: {exc}") from None
-    print(result.markdown(title, base[0].get("environment", {}), head[0].get("environment", {})), end="")
-    return 1 if result.worse else 0
-
-
-def census_scenarios(paths: list[str], check: str, title: str, out: str | None) -> int:
-    """`census scenarios` (Markdown) and `census plot` (a picture, to `out`)."""
-    from .census.outcomes import merge
-    from .census.scenario_map import plot, scenario_map
-
-    if out is not None:
-        _check_picture(out)
-    parts = [_census_of(path) for path in paths]
-    data = scenario_map([r for _, found, _ in parts for r in found], merge(c for _, _, c in parts), check)
-    if not data.cells:
-        raise UsageError(f"{', '.join(paths)}: no check {check!r} in the census: census with it, or name another")
-    if out is None:
-        print(data.markdown(title, parts[0][0].get("environment", {})), end="")
-        return 0
-    _check_writable("--out", out, "scenarios.png")
-    _write("--out", out, lambda: plot(data, out, title))
-    print(f"wrote {out}: {len(data.pipelines)} pipelines by {len(data.scenarios)} scenarios")
-    return 0
-
-
-def _check_picture(out: str) -> None:
-    """matplotlib is here and writes the format `out`'s extension names. An extension is required: without one
-    matplotlib writes `<out>.png`, not the file named (and checked writable), and an unknown one raised at the end."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg  # plot() draws with Agg
-    except ImportError:
-        raise UsageError("census plot needs matplotlib: pip install 'pytest-nosync[plot]'") from None
-    suffix = Path(out).suffix.removeprefix(".").lower()
-    formats = FigureCanvasAgg.get_supported_filetypes()
-    if not suffix:
-        raise UsageError(f"--out {out}: name the picture's format by its extension ({out}.png, .svg, .pdf, ...)")
-    if suffix not in formats:
-        names = ", ".join(f".{f}" for f in sorted(formats))
-        raise UsageError(f"--out {out}: matplotlib writes no .{suffix} file; name one of {names}")
-
-
-def _census_of(path: str) -> tuple[dict[str, Any], list[Report], Any]:
-    """A report's document, its tests' reports and its census's coverage; a usage error for a file that is not one,
-    or holds a census of another schema."""
-    from .census.outcomes import CensusSchemaError, Coverage
-    from .run_report import read
-
-    try:
-        doc, found = read(path)
-    except (OSError, ValueError) as exc:
-        raise _unreadable("the report", path, exc) from None
-    if "census" not in doc:
-        raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
-    try:
-        return doc, found, Coverage.from_dict(doc["census"], path)
-    except CensusSchemaError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def diagnose_file(path: str, json_out: str | None) -> int:

@@ -33,6 +33,7 @@ AREAS = (
             "baseline",
             "devices",
             "step_cost",
+            "cli_errors",
             "census",
         ),
     ),
