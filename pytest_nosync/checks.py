@@ -2,7 +2,9 @@
 
 A check is what a test asks for (`checks=["syncs"]`): which detector module runs it, which finding kinds it reports,
 where it runs under the CPU emulation, whether it traces with dynamo, whether it needs the sync machinery, its
-default budget and whether the suite runs it per target. Every list and rule about checks is derived from CHECKS.
+default budget, whether the suite runs it per target, and how the suite runs it on a pipeline (the steps its measured
+call needs, how long its warm-up lasts, whether it needs a GPU). Every list and rule about checks is derived from
+CHECKS: no code asks for a check by its name.
 
 Adding a check: one detector module (pytest_nosync/detectors/<module>.py with `detectors(options) -> list[Detector]`)
 and one entry here. Plain data: importing this module imports nothing heavy (the plugin reads it when it registers
@@ -39,6 +41,15 @@ class Check:
     opt_in: bool = False  # the suite and the census run it on every pipeline when --nosync-checks names it
     column: str = ""  # its column in a census table (the suite's checks): what its cells count
     per_steady_step: bool = False  # a census cell counts the most any step after the first had, not the total
+    # How the suite's measured call runs it (suite.checks.plan): it runs at least its warm-up steps (not judged) and
+    # then `judged_steps`; the warm-up is the first step, or, `warms_until_steady`, the steps the pipeline's own state
+    # takes to stop growing (a multistep scheduler's history, a cache hook's fill: growth that is legitimate)
+    judged_steps: int = 1
+    warms_until_steady: bool = False
+    # its first pass blames growth on no line; the same seeded call again, noting where each allocation is made
+    # (`alloc_sites`, slower), names it
+    locates_on_rerun: bool = False
+    needs_gpu: str = ""  # why it runs on a GPU only ("" when it runs with any backend): a usage error elsewhere
 
     @property
     def needs_sync_backend(self) -> bool:
@@ -61,14 +72,17 @@ CHECKS: dict[str, Check] = dict(
         _check("recompiles", "no recompile of the compiled denoiser between steps", "dynamo", Kind.RECOMPILE,
                under_emulation=Placement.PLAIN_CPU, dynamo=True),
         _check("alloc_growth", "steady-state steps leave no memory behind (the line that allocated it)", "memory",
-               Kind.ALLOC_GROWTH, per_step=True, suite=True, column="growth"),
+               Kind.ALLOC_GROWTH, per_step=True, suite=True, column="growth", judged_steps=2, warms_until_steady=True,
+               locates_on_rerun=True),
         _check("host_overhead", "no module-tree walk in a steady-state step; host ms per step", "host_overhead",
                Kind.HOST_OVERHEAD, per_step=True, suite=True, column="tree walks"),
         _check("cudagraphs", "the denoiser compiled with mode='reduce-overhead' runs its steps as captured CUDA "
                "graphs: every skip inductor reports (mutated inputs, dynamic shapes, changed data pointers) and every "
                "op it partitions the step's graph around (CPU tensors, device copies) fails, at its line (a GPU only; "
                "inductor compiles for tens of seconds)", "cudagraphs", Kind.CUDAGRAPH_SKIP, Kind.CUDAGRAPH_PARTITION,
-               opt_in=True, column="CUDA-graph skips, partitions"),
+               opt_in=True, column="CUDA-graph skips, partitions",
+               judged_steps=2,  # a CUDA graph tree warms a function up (the warm-up step), records it, then replays it
+               needs_gpu="CUDA graphs capture device work"),
         _check("step_metrics", "records each step's host ms (outside the denoiser too), device ms and peak device "
                "memory, to compare with a saved run", "step_metrics", Kind.HOST_MS, Kind.DEVICE_MS, Kind.PEAK_MEMORY,
                per_step=True),

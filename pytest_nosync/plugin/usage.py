@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from .. import baseline, run_report
+from ..checks import lookup
 from ..profiling import export
 from ..suite import SHIPPED_BASELINE, SUITE_DIR
 from .options import Settings
@@ -144,11 +145,12 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
 
 def check_pipeline_checks(settings: Settings) -> None:
     """An opt-in check that cannot run with the run's backend is one sentence before anything runs."""
-    if "cudagraphs" in settings.pipeline_checks and settings.backend != "cuda":
-        raise pytest.UsageError(
-            f"--nosync-checks: cudagraphs needs a GPU (CUDA graphs capture device work), and the run's backend is "
-            f"{settings.backend}"
-        )
+    for check in lookup(settings.pipeline_checks):
+        if check.needs_gpu and settings.backend != "cuda":
+            raise pytest.UsageError(
+                f"--nosync-checks: {check.name} needs a GPU ({check.needs_gpu}), and the run's backend is "
+                f"{settings.backend}"
+            )
 
 
 def check_scenarios(settings: Settings) -> None:

@@ -3,7 +3,7 @@
 Each check is one of the guard's checks (pytest_nosync.checks.CHECKS, those marked `suite`) run on a real call: a
 warm-up call on a pipeline's first use (first-call work such as lazy init, caches and cuDNN autotuning is not what a
 step costs), then the measured call under a guard of that one check. What differs per check is how many steps the
-measured call needs and how many of them are warm-up for the scheduler (`plan`).
+measured call needs and how many of them are warm-up for the scheduler (`plan`, from the check's `Check` entry).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ..checks import PIPELINE_CHECKS
+from ..checks import CHECKS, PIPELINE_CHECKS
 from ..detectors.memory import UNATTRIBUTED
 from ..findings import Kind, Report
 from ..guard_options import GuardOptions
@@ -69,14 +69,12 @@ def cache_fill_steps(pipe: Any) -> int:
 
 
 def plan(check: str, pipe: Any, steps: int) -> tuple[int, int]:
-    """(steps of the measured call, warm-up steps not judged) for `check` on `pipe`."""
-    if check == "alloc_growth":
-        # multistep schedulers keep `order` model outputs, cache hooks fill their state: legitimate growth
-        warmup = max(scheduler_order(pipe), cache_fill_steps(pipe))
-        return max(steps, warmup + 2), warmup  # two judged steps after the history and the caches filled
-    if check == "cudagraphs":
-        return max(steps, 3), 1  # a CUDA graph tree warms a function up, records it, then replays it
-    return max(steps, 2), 1
+    """(steps of the measured call, warm-up steps not judged) for `check` on `pipe`, from the check's entry: its
+    warm-up, then at least `judged_steps` judged."""
+    facts = CHECKS[check]
+    # multistep schedulers keep `order` model outputs, cache hooks fill their state: legitimate growth
+    warmup = max(scheduler_order(pipe), cache_fill_steps(pipe)) if facts.warms_until_steady else 1
+    return max(steps, warmup + facts.judged_steps), warmup
 
 
 _warm: set[int] = set()  # ids of the pipelines called once already (an id leaves the set with its pipeline)
@@ -127,7 +125,8 @@ def run_check(
         # What the check judges needs those steps (steady steps after a warm-up): fewer checked less than it claims.
         add_not_checked(report, f"the call ran {report.steps} of the {steps} denoising steps the check asked for",
                         options.policy, options.known)  # fmt: skip
-    if check == "alloc_growth" and not options.alloc_sites and any(f.where == UNATTRIBUTED for f in report.failures):
+    locate = CHECKS[check].locates_on_rerun and not options.alloc_sites
+    if locate and any(f.where == UNATTRIBUTED for f in report.failures):
         # The cheap pass saw growth; the same seeded call again, noting where each allocation was made, names it.
         options = replace(options, alloc_sites=True)
         report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
