@@ -3,14 +3,17 @@ compiled blocks, an attention backend, a LoRA adapter — each a named change to
 pipeline is (`plain`: as its builder made it). Checks × scenarios × pipelines is the matrix.
 
 A scenario's facts live here, plain data the option table reads without importing diffusers: its name, what it turns
-on, the function of pytest_nosync.suite.scenarios that turns it on (`feature`), and its parameters with their ranges,
+on, the function of pytest_nosync.suite.scenarios that turns it on (`feature`) and, for a cache hook, the one that
+builds its diffusers config (`config`) — both by name, as a check names its detector module: that module imports
+torch and diffusers, which the plugin must not import while it is off — and its parameters with their ranges,
 which a user may set (`--nosync-scenarios=first_block_cache:threshold=0.3`). Parameters are what diffusers' docs use,
 made small enough that every step of a two- or three-step tiny call exercises the feature (a cache that skips from
 the second step, a group of one block). Whether a scenario applies to a pipeline (a hook that supports its blocks, a
 backend installed here) is decided where it is applied; one that does not is counted with its reason.
 
-Adding a scenario: one entry here and, for a new kind of feature, one function in suite/scenarios.py; its twins: a
-pipeline whose steps it keeps clean, one where it syncs per step, one it does not apply to.
+Adding a scenario: one entry here and, for a new kind of feature or a new cache config, the one function of
+suite/scenarios.py its entry names; its twins: a pipeline whose steps it keeps clean, one where it syncs per step, one
+it does not apply to.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ class Scenario:
 
     name: str
     help: str
-    feature: str  # the function of suite.scenarios that turns it on
+    feature: str  # the function of suite.scenarios that turns it on, by name (resolved there: see the docstring)
     params: Mapping[str, Param] = field(default_factory=dict)
     values: Mapping[str, Any] = field(default_factory=dict)  # the user's settings over the defaults
     cuda_only: str = ""  # why it cannot run under the emulation ("" when it can)
@@ -62,6 +65,7 @@ class Scenario:
     # dtype or shape, a model that names the one backend it takes): regular expressions over `Type: message`; such
     # a raise makes the scenario not applicable to that pipeline, with the raise as its reason
     unsupported: tuple[str, ...] = ()
+    config: str = ""  # a cache hook's: the function of suite.scenarios that builds its diffusers config, by name
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
@@ -84,7 +88,7 @@ class Scenario:
 
 
 def _scenario(name: str, help: str, feature: str, **params: Any) -> tuple[str, Scenario]:
-    facts = {fact: params.pop(fact) for fact in ("cuda_only", "not_on_cpu", "unsupported") if fact in params}
+    facts = {fact: params.pop(fact) for fact in ("cuda_only", "not_on_cpu", "unsupported", "config") if fact in params}
     specs = {k: v if isinstance(v, Param) else Param(v) for k, v in params.items()}
     return name, Scenario(name, help, feature, specs, **facts)
 
@@ -120,18 +124,20 @@ SCENARIOS: dict[str, Scenario] = dict(
     (
         _scenario(PLAIN, "the pipeline as its builder made it", "plain"),
         _scenario("first_block_cache", "FirstBlockCacheConfig: skip the other blocks while the first one's residual "
-                  "changes little", "cache", threshold=Param(0.2, 0.0, 10.0)),
+                  "changes little", "cache", config="first_block_cache_config", threshold=Param(0.2, 0.0, 10.0)),
         _scenario("pyramid_attention_broadcast", "PyramidAttentionBroadcastConfig: reuse spatial attention every other "
-                  "block over the whole schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100)),
+                  "block over the whole schedule", "cache", config="pyramid_attention_broadcast_config",
+                  spatial_attention_block_skip_range=Param(2, 1, 100)),
         _scenario("faster_cache", "FasterCacheConfig: reuse attention and the unconditional branch over the whole "
-                  "schedule", "cache", spatial_attention_block_skip_range=Param(2, 1, 100),
+                  "schedule", "cache", config="faster_cache_config",
+                  spatial_attention_block_skip_range=Param(2, 1, 100),
                   unconditional_batch_skip_range=Param(2, 1, 100),
                   is_guidance_distilled=Param(AUTO, choices=(AUTO, "true", "false"))),
         _scenario("taylorseer_cache", "TaylorSeerCacheConfig: forecast the blocks' outputs every other step",
-                  "cache", cache_interval=Param(2, 1, 100), max_order=Param(1, 0, 4),
+                  "cache", config="taylorseer_cache_config", cache_interval=Param(2, 1, 100), max_order=Param(1, 0, 4),
                   disable_cache_before_step=Param(1, 0, 100)),
         _scenario("mag_cache", "MagCacheConfig with Flux's magnitude ratios, interpolated to the call's steps",
-                  "cache", threshold=Param(0.5, 0.0, 10.0), max_skip_steps=Param(1, 1, 100),
+                  "cache", config="mag_cache_config", threshold=Param(0.5, 0.0, 10.0), max_skip_steps=Param(1, 1, 100),
                   retention_ratio=Param(0.0, 0.0, 1.0)),
         _scenario("model_cpu_offload", "enable_model_cpu_offload(): each model on the device while it runs", "offload"),
         _scenario("sequential_cpu_offload", "enable_sequential_cpu_offload(): each submodule's weights on the device "

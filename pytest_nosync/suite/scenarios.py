@@ -55,21 +55,33 @@ def apply(scenario: Scenario, pipe: Any, denoiser: str, device: torch.device) ->
     modules = [getattr(pipe, name.strip(), None) for name in denoiser.split(",")]
     if not modules or any(not isinstance(m, torch.nn.Module) for m in modules):
         raise NotApplicable(f"{scenario.name}: the pipeline has no denoiser module {denoiser!r}")
-    FEATURES[scenario.feature](scenario, pipe, modules, device)
+    feature_of(scenario)(scenario, pipe, modules, device)
 
 
-def _plain(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def feature_of(scenario: Scenario) -> Callable[[Scenario, Any, list[Any], torch.device], None]:
+    """The function of this module that turns `scenario`'s feature on: the one its entry names (`Scenario.feature`)."""
+    return _named(scenario.feature)
+
+
+def _named(name: str) -> Callable[..., Any]:
+    """A function of this module that a scenario's entry names (its `feature`, its `config`). The entry names it, as a
+    check's entry names its detector module, because pytest_nosync.scenarios is vocabulary: the option table reads it
+    with the plugin off, where importing this module (torch, then diffusers) is the cost the plugin must not have."""
+    return globals()[name]
+
+
+def plain(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     pass
 
 
 # ---- cache hooks ---------------------------------------------------------------------------------------------------
-def _cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     import diffusers
 
     for module in modules:
         if not callable(getattr(module, "enable_cache", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_cache (it is no CacheMixin)")
-        config = CACHE_CONFIGS[scenario.name](diffusers, scenario, pipe, module)
+        config = _named(scenario.config)(diffusers, scenario, pipe, module)
         try:
             module.enable_cache(config)
         except ValueError as exc:
@@ -116,14 +128,22 @@ def guidance_distilled(scenario: Scenario, pipe: Any, denoiser: Any) -> bool:
     return any(value is True for value in said)
 
 
-CACHE_CONFIGS: dict[str, Callable[[Any, Scenario, Any, Any], Any]] = {
-    "first_block_cache": lambda d, s, pipe, module: d.FirstBlockCacheConfig(threshold=s.value("threshold")),
-    "pyramid_attention_broadcast": lambda d, s, pipe, module: d.PyramidAttentionBroadcastConfig(
+# The diffusers config of each cache scenario, named by its entry (`Scenario.config`): (diffusers, scenario, pipeline,
+# the model its hook goes on) → the config `enable_cache` takes.
+def first_block_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return d.FirstBlockCacheConfig(threshold=s.value("threshold"))
+
+
+def pyramid_attention_broadcast_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return d.PyramidAttentionBroadcastConfig(
         spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
         spatial_attention_timestep_skip_range=WHOLE_SCHEDULE,
         current_timestep_callback=_timestep(s, pipe),
-    ),
-    "faster_cache": lambda d, s, pipe, module: d.FasterCacheConfig(
+    )
+
+
+def faster_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return d.FasterCacheConfig(
         spatial_attention_block_skip_range=s.value("spatial_attention_block_skip_range"),
         spatial_attention_timestep_skip_range=AFTER_THE_FIRST_STEP,
         unconditional_batch_skip_range=s.value("unconditional_batch_skip_range"),
@@ -134,20 +154,25 @@ CACHE_CONFIGS: dict[str, Callable[[Any, Scenario, Any, Any], Any]] = {
         tensor_format="BFCHW"
         if "video" in type(pipe).__name__.lower() or hasattr(pipe, "vae_scale_factor_temporal")
         else "BCHW",
-    ),
-    "taylorseer_cache": lambda d, s, pipe, module: d.TaylorSeerCacheConfig(
+    )
+
+
+def taylorseer_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return d.TaylorSeerCacheConfig(
         cache_interval=s.value("cache_interval"),
         max_order=s.value("max_order"),
         disable_cache_before_step=s.value("disable_cache_before_step"),
-    ),
-    "mag_cache": lambda d, s, pipe, module: d.MagCacheConfig(
+    )
+
+
+def mag_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return d.MagCacheConfig(
         threshold=s.value("threshold"),
         max_skip_steps=s.value("max_skip_steps"),
         retention_ratio=s.value("retention_ratio"),
         mag_ratios=_mag_ratios(d),
         num_inference_steps=28,  # any call of at most 28 steps reads its step's ratio
-    ),
-}
+    )
 
 
 def _hooked_children(module: torch.nn.Module) -> int:
@@ -160,7 +185,7 @@ def _hooked_children(module: torch.nn.Module) -> int:
 
 
 # ---- offloading ----------------------------------------------------------------------------------------------------
-def _offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     method = f"enable_{scenario.name}"  # enable_model_cpu_offload, enable_sequential_cpu_offload
     enable = getattr(pipe, method, None)
     if enable is None:
@@ -168,7 +193,7 @@ def _offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.de
     enable(device=device)
 
 
-def _group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     for module in modules:
         if not callable(getattr(module, "enable_group_offload", None)):
             raise NotApplicable(f"{scenario.name}: {type(module).__name__} has no enable_group_offload")
@@ -195,7 +220,7 @@ def _pins(device: torch.device) -> bool:
 
 
 # ---- casting, compiling, attention, adapters -----------------------------------------------------------------------
-def _layerwise_casting(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def layerwise_casting(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     storage = getattr(torch, scenario.value("storage_dtype"))
     for module in modules:
         if not callable(getattr(module, "enable_layerwise_casting", None)):
@@ -214,7 +239,7 @@ def _runs_in(module: Any) -> torch.dtype:
     return max(sizes, key=sizes.__getitem__) if sizes else torch.float32
 
 
-def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     for module in modules:
         if not (
             getattr(module, "_repeated_blocks", None) and callable(getattr(module, "compile_repeated_blocks", None))
@@ -233,7 +258,7 @@ def _regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device:
         module.compile_repeated_blocks(fullgraph=scenario.value("fullgraph"), backend=scenario.value("backend"))
 
 
-def _attention_backend(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def attention_backend(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     from diffusers.models.attention_dispatch import AttentionBackendName, _check_attention_backend_requirements
 
     backend = scenario.value("backend")
@@ -254,9 +279,9 @@ def calls_context(scenario: Scenario) -> contextlib.AbstractContextManager[None]
     on it, and restores it for the scenario's own calls with diffusers' `attention_backend` context."""
     if scenario.feature != "attention_backend":
         return contextlib.nullcontext()
-    from diffusers.models.attention_dispatch import attention_backend
+    from diffusers.models.attention_dispatch import attention_backend as backend_context
 
-    return attention_backend(scenario.value("backend"))
+    return backend_context(scenario.value("backend"))
 
 
 @contextlib.contextmanager
@@ -280,7 +305,7 @@ def kept_process_wide() -> Iterator[None]:
 LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "q", "k", "v", "query", "key", "value")
 
 
-def _lora(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+def lora(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     try:
         from peft import LoraConfig
     except ImportError as exc:
@@ -297,15 +322,3 @@ def _lora(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.devic
         rank = scenario.value("rank")
         module.add_adapter(LoraConfig(r=rank, lora_alpha=rank, target_modules=targets, init_lora_weights=False))
         module.to(device)
-
-
-FEATURES: dict[str, Callable[[Scenario, Any, list[Any], torch.device], None]] = {
-    "plain": _plain,
-    "cache": _cache,
-    "offload": _offload,
-    "group_offload": _group_offload,
-    "layerwise_casting": _layerwise_casting,
-    "regional_compile": _regional_compile,
-    "attention_backend": _attention_backend,
-    "lora": _lora,
-}

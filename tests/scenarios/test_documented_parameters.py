@@ -19,7 +19,7 @@ from pytest_nosync.findings import Kind
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.scenarios import SCENARIOS, parse
 from pytest_nosync.suite import pipelines
-from pytest_nosync.suite.scenarios import FEATURES, guidance_distilled
+from pytest_nosync.suite.scenarios import feature_of, guidance_distilled
 from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
 
 FASTER = "diffusers/hooks/faster_cache.py:470"  # out.chunk(2, dim=0)[1]: a batch of one split in two
@@ -134,14 +134,14 @@ def test_regional_compile_of_a_model_without_the_blocks_it_names_is_not_applicab
     scenario = SCENARIOS["regional_compile"]
     device = torch.device("cpu")
     with pytest.raises(NotApplicable, match=r"names \['BasicTransformerBlock'\] as its repeated blocks"):
-        FEATURES[scenario.feature](scenario, None, [MissingRepeatedDenoiser()], device)
+        feature_of(scenario)(scenario, None, [MissingRepeatedDenoiser()], device)
     compiled: list[str] = []  # the clean twin reaches diffusers' compile_repeated_blocks (what it compiles: not here)
     monkeypatch.setattr(torch.nn.Module, "compile", lambda self, *a, **k: compiled.append(type(self).__name__))
     earlier = torch.compile(lambda x: x * 2, backend="eager", fullgraph=True)  # another pipeline's compiled code
     earlier(torch.ones(2))
     code = earlier._torchdynamo_orig_callable.__code__
     assert torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
-    FEATURES[scenario.feature](scenario, None, [RepeatedDenoiser()], device)
+    feature_of(scenario)(scenario, None, [RepeatedDenoiser()], device)
     assert compiled == ["Linear"]
     # compiled afresh: no recompiles another pipeline spent count against this one's limit
     assert not torch._dynamo.eval_frame._debug_get_cache_entry_list(code)
@@ -213,7 +213,8 @@ def test_layerwise_casting_computes_in_the_dtype_the_model_was_loaded_in(dtype: 
     )  # fmt: skip
     _cast_like_from_pretrained(model, dtype)
     assert next(model.parameters()).dtype == torch.float32  # the kept table comes first
-    FEATURES["layerwise_casting"](parse("layerwise_casting")[0], None, [model], torch.device("cpu"))
+    (casting,) = parse("layerwise_casting")
+    feature_of(casting)(casting, None, [model], torch.device("cpu"))
     assert model.dtype == dtype
     latents = torch.randn(1, 4, 1, 4, 4).to(model.dtype)  # what Wan's pipeline does with its float32 latents
     out = model(latents, timestep=torch.tensor([500]), encoder_hidden_states=torch.randn(1, 3, 16).to(model.dtype))
