@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets._common import FLUX_DIT, FLUX_VAE, call, components, flow_match, randn, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # FLUX.1-dev pads the T5 prompt to `max_sequence_length=512`; nothing in the configs says so.
@@ -18,54 +16,25 @@ LATENT_SIZE = 16
 def build_components() -> dict[str, Any]:
     import diffusers
 
-    torch.manual_seed(0)
-    transformer = diffusers.FluxTransformer2DModel(
-        patch_size=1,
-        in_channels=16,  # 4 latent channels, packed 2x2
-        num_layers=1,
-        num_single_layers=1,
-        attention_head_dim=16,
-        num_attention_heads=2,
+    transformer = seeded(
+        diffusers.FluxTransformer2DModel,
+        **FLUX_DIT,
         joint_attention_dim=32,
         pooled_projection_dim=32,
         guidance_embeds=True,
         axes_dims_rope=(4, 6, 6),  # sums to attention_head_dim, as (16, 56, 56) does for 128
     )
-    torch.manual_seed(0)
-    vae = diffusers.AutoencoderKL(
-        in_channels=3,
-        out_channels=3,
-        down_block_types=("DownEncoderBlock2D",) * 2,
-        up_block_types=("UpDecoderBlock2D",) * 2,
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        latent_channels=4,
-        norm_num_groups=4,
-        sample_size=32,
+    vae = seeded(
+        diffusers.AutoencoderKL,
+        **FLUX_VAE,
         use_quant_conv=False,
         use_post_quant_conv=False,
         scaling_factor=0.3611,
         shift_factor=0.1159,
     )
     # The FLUX.1-dev scheduler config: resolution-dependent shift.
-    scheduler = diffusers.FlowMatchEulerDiscreteScheduler(
-        num_train_timesteps=1000,
-        shift=3.0,
-        use_dynamic_shifting=True,
-        base_shift=0.5,
-        max_shift=1.15,
-        base_image_seq_len=256,
-        max_image_seq_len=4096,
-    )
-    return {
-        "scheduler": scheduler,
-        "vae": vae,
-        "transformer": transformer,
-        "text_encoder": None,
-        "tokenizer": None,
-        "text_encoder_2": None,
-        "tokenizer_2": None,
-    }
+    scheduler = flow_match(3.0, base_shift=0.5, max_shift=1.15, base_image_seq_len=256, max_image_seq_len=4096)
+    return components(scheduler, vae, transformer, text_encoder_2=None, tokenizer_2=None)
 
 
 def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
@@ -76,11 +45,7 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         "prompt_embeds": randn(ctx, 1, TEXT_SEQ_LEN, config.joint_attention_dim),
         "pooled_prompt_embeds": randn(ctx, 1, config.pooled_projection_dim, offset=1),
         "guidance_scale": 3.5,
-        "height": size,
-        "width": size,
-        "num_inference_steps": ctx.steps,
-        "generator": generator(ctx),
-        "output_type": "pt",
+        **call(ctx, size),
     }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets._common import call, components, flow_match, randn, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # Gemma prompts are left-padded to `max_sequence_length=1024` (a multiple of the connectors' registers).
@@ -50,8 +50,8 @@ def build_components() -> dict[str, Any]:
     from diffusers.pipelines.ltx2 import LTX2TextConnectors
     from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
 
-    torch.manual_seed(0)
-    connectors = LTX2TextConnectors(
+    connectors = seeded(
+        LTX2TextConnectors,
         caption_channels=TEXT_HIDDEN,
         text_proj_in_factor=TEXT_LAYERS + 1,  # every layer plus the embeddings
         # heads x head_dim must equal caption_channels
@@ -69,9 +69,9 @@ def build_components() -> dict[str, Any]:
         causal_temporal_positioning=False,
         rope_type="split",
     )
-    torch.manual_seed(0)
     # 4x4 patchification and one spatio-temporal downsampling: 8x in space, 2x in time (LTX-2: 32x, 8x).
-    vae = diffusers.AutoencoderKLLTX2Video(
+    vae = seeded(
+        diffusers.AutoencoderKLLTX2Video,
         in_channels=3,
         out_channels=3,
         latent_channels=8,
@@ -91,10 +91,10 @@ def build_components() -> dict[str, Any]:
         encoder_causal=True,
         decoder_causal=False,
     )
-    torch.manual_seed(0)
     # Packed audio latents are latent_channels x mel_bins / 4 = 8 wide; the VAE's latent statistics are
     # `base_channels` long and must match that width.
-    audio_vae = diffusers.AutoencoderKLLTX2Audio(
+    audio_vae = seeded(
+        diffusers.AutoencoderKLLTX2Audio,
         base_channels=8,
         output_channels=2,
         ch_mult=(1, 1, 1),
@@ -112,8 +112,8 @@ def build_components() -> dict[str, Any]:
         is_causal=True,
         mel_bins=16,
     )
-    torch.manual_seed(0)
-    vocoder = LTX2Vocoder(
+    vocoder = seeded(
+        LTX2Vocoder,
         in_channels=audio_vae.config.output_channels * audio_vae.config.mel_bins,
         hidden_channels=16,
         out_channels=2,
@@ -124,8 +124,8 @@ def build_components() -> dict[str, Any]:
         leaky_relu_negative_slope=0.1,
         output_sampling_rate=16000,
     )
-    torch.manual_seed(0)
-    transformer = diffusers.LTX2VideoTransformer3DModel(
+    transformer = seeded(
+        diffusers.LTX2VideoTransformer3DModel,
         in_channels=8,
         out_channels=8,
         patch_size=1,
@@ -147,26 +147,10 @@ def build_components() -> dict[str, Any]:
     )
     # The LTX-2 scheduler config. With `shift_terminal`, diffusers divides by zero for a one-step schedule
     # (the sigma is NaN): call with two steps or more.
-    scheduler = diffusers.FlowMatchEulerDiscreteScheduler(
-        num_train_timesteps=1000,
-        shift=1.0,
-        use_dynamic_shifting=True,
-        base_shift=0.95,
-        max_shift=2.05,
-        base_image_seq_len=1024,
-        max_image_seq_len=4096,
-        shift_terminal=0.1,
+    scheduler = flow_match(
+        1.0, base_shift=0.95, max_shift=2.05, base_image_seq_len=1024, max_image_seq_len=4096, shift_terminal=0.1
     )
-    return {
-        "scheduler": scheduler,
-        "vae": vae,
-        "audio_vae": audio_vae,
-        "text_encoder": None,
-        "tokenizer": None,
-        "connectors": connectors,
-        "transformer": transformer,
-        "vocoder": vocoder,
-    }
+    return components(scheduler, vae, transformer, audio_vae=audio_vae, connectors=connectors, vocoder=vocoder)
 
 
 def _left_padded_mask(ctx: CallContext, valid: int) -> torch.Tensor:
@@ -188,13 +172,7 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         "negative_prompt_attention_mask": _left_padded_mask(ctx, NEGATIVE_TOKENS),
         "guidance_scale": 4.0,
         **{k: v for k, v in LTX2_0_SAMPLING.items() if k in accepted},
-        "height": size,
-        "width": size,
-        "num_frames": num_frames,
-        "frame_rate": FRAME_RATE,
-        "num_inference_steps": ctx.steps,
-        "generator": generator(ctx),
-        "output_type": "pt",
+        **call(ctx, size, num_frames=num_frames, frame_rate=FRAME_RATE),
     }
 
 

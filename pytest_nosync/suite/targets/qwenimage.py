@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets._common import call, components, flow_match, randn, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # Qwen2.5-VL prompt embeddings keep only the prompt's own tokens (the template's system part is dropped), so
@@ -37,8 +37,8 @@ _EDIT_VAE = {"dim_mult": [1, 1, 1, 1, 1], "num_res_blocks": 0, "temperal_downsam
 def _components(zero_cond_t: bool) -> dict[str, Any]:
     import diffusers
 
-    torch.manual_seed(0)
-    transformer = diffusers.QwenImageTransformer2DModel(
+    transformer = seeded(
+        diffusers.QwenImageTransformer2DModel,
         patch_size=2,
         in_channels=16,  # 4 latent channels, packed 2x2
         out_channels=4,
@@ -50,8 +50,8 @@ def _components(zero_cond_t: bool) -> dict[str, Any]:
         # Only set when needed: diffusers releases before the 2511 support do not know the argument.
         **({"zero_cond_t": True} if zero_cond_t else {}),
     )
-    torch.manual_seed(0)
-    vae = diffusers.AutoencoderKLQwenImage(
+    vae = seeded(
+        diffusers.AutoencoderKLQwenImage,
         base_dim=2,
         z_dim=4,
         latents_mean=[0.0] * 4,
@@ -60,23 +60,10 @@ def _components(zero_cond_t: bool) -> dict[str, Any]:
     )
     # The Qwen-Image scheduler config. With `shift_terminal`, diffusers divides by zero for a one-step
     # schedule (the sigma is NaN): call with two steps or more.
-    scheduler = diffusers.FlowMatchEulerDiscreteScheduler(
-        num_train_timesteps=1000,
-        shift=1.0,
-        use_dynamic_shifting=True,
-        base_shift=0.5,
-        max_shift=0.9,
-        base_image_seq_len=256,
-        max_image_seq_len=8192,
-        shift_terminal=0.02,
+    scheduler = flow_match(
+        1.0, base_shift=0.5, max_shift=0.9, base_image_seq_len=256, max_image_seq_len=8192, shift_terminal=0.02
     )
-    return {
-        "scheduler": scheduler,
-        "vae": vae,
-        "transformer": transformer,
-        "text_encoder": None,
-        "tokenizer": None,
-    }
+    return components(scheduler, vae, transformer)
 
 
 def build_components() -> dict[str, Any]:
@@ -101,15 +88,7 @@ def _prompt_kwargs(pipe: Any, ctx: CallContext, extra_tokens: int = 0) -> dict[s
 
 def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
     size = LATENT_SIZE * pipe.vae_scale_factor
-    return {
-        **_prompt_kwargs(pipe, ctx),
-        "true_cfg_scale": 4.0,
-        "height": size,
-        "width": size,
-        "num_inference_steps": ctx.steps,
-        "generator": generator(ctx),
-        "output_type": "pt",
-    }
+    return {**_prompt_kwargs(pipe, ctx), "true_cfg_scale": 4.0, **call(ctx, size)}
 
 
 def edit_call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
@@ -122,11 +101,7 @@ def edit_call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         **_prompt_kwargs(pipe, ctx, extra_tokens=EDIT_IMAGE_TOKENS),
         "image": image,
         "true_cfg_scale": 4.0,
-        "height": size,
-        "width": size,
-        "num_inference_steps": ctx.steps,
-        "generator": generator(ctx),
-        "output_type": "pt",
+        **call(ctx, size),
     }
 
 

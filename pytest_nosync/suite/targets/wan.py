@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from pytest_nosync.suite.targets._common import generator, randn
+from pytest_nosync.suite.targets._common import call, components, prompts, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # UMT5 prompts are padded to `max_sequence_length=512`, the negative prompt too.
@@ -20,8 +18,8 @@ LATENT_SIZE = 8
 def build_components() -> dict[str, Any]:
     import diffusers
 
-    torch.manual_seed(0)
-    transformer = diffusers.WanTransformer3DModel(
+    transformer = seeded(
+        diffusers.WanTransformer3DModel,
         patch_size=(1, 2, 2),
         num_attention_heads=2,
         attention_head_dim=16,  # RoPE splits it 8/4/4 over frames, rows and columns
@@ -35,9 +33,9 @@ def build_components() -> dict[str, Any]:
         qk_norm="rms_norm_across_heads",
         rope_max_seq_len=32,
     )
-    torch.manual_seed(0)
     # Three spatial and two temporal downsamplings, as in the real Wan VAE (8x spatial, 4x temporal).
-    vae = diffusers.AutoencoderKLWan(
+    vae = seeded(
+        diffusers.AutoencoderKLWan,
         base_dim=4,
         z_dim=4,
         dim_mult=[1, 1, 1, 1],
@@ -62,29 +60,13 @@ def build_components() -> dict[str, Any]:
         beta_start=0.0001,
         beta_end=0.02,
     )
-    return {
-        "scheduler": scheduler,
-        "vae": vae,
-        "transformer": transformer,
-        "text_encoder": None,
-        "tokenizer": None,
-    }
+    return components(scheduler, vae, transformer)
 
 
 def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
     text_dim = pipe.transformer.config.text_dim
     size = LATENT_SIZE * pipe.vae_scale_factor_spatial
-    return {
-        "prompt_embeds": randn(ctx, 1, TEXT_SEQ_LEN, text_dim),
-        "negative_prompt_embeds": randn(ctx, 1, TEXT_SEQ_LEN, text_dim, offset=1),
-        "guidance_scale": 5.0,
-        "height": size,
-        "width": size,
-        "num_frames": NUM_FRAMES,
-        "num_inference_steps": ctx.steps,
-        "generator": generator(ctx),
-        "output_type": "pt",
-    }
+    return {**prompts(ctx, TEXT_SEQ_LEN, text_dim), "guidance_scale": 5.0, **call(ctx, size, num_frames=NUM_FRAMES)}
 
 
 WAN = Target(
