@@ -19,7 +19,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_nosync.census import ids
+from pytest_nosync import ids
 
 
 def class_costs(report: dict) -> dict[str, float]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import ids
 from ..findings import Report
 from .outcomes import Coverage
 from .table import Cell, Row, column_title, rows
@@ -53,7 +54,7 @@ class Change:
         return [p for p in self.base.places if p not in self.head.places]
 
     def cells(self) -> tuple[str, ...]:
-        tester = self.tester.rsplit("/", 1)[-1]
+        tester = ids.short_tester(self.tester)
         places = ", ".join(f"`{p}`" for p in self.added) or "—"
         gone = ", ".join(f"`{p}`" for p in self.removed) or "—"
         return (self.pipeline, tester, column_title(self.column), self.base.text(), self.head.text(), places, gone)

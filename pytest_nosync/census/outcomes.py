@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import ids
 from ..findings import Kind, Location, Report, Status, _Named
 from ..source_identity import package_path
 
@@ -137,7 +138,7 @@ class Coverage:
         for tester, checks in self.outcomes.items():
             for column, o in checks.items():
                 if o.verdict in verdicts:
-                    out.setdefault(o.reason, []).append(f"{tester}::{column}")
+                    out.setdefault(o.reason, []).append(ids.coverage_key(tester, column))
         return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
 
     def summary(self) -> list[str]:
@@ -155,11 +156,11 @@ class Coverage:
                                                      (skipped_, "not checkable here")) if n]  # fmt: skip
             lines.append(line + (f"; {', '.join(others)}:" if others else ""))
             for cause, where in self._by_cause().items():  # what raised, where: the failures give the stacks
-                testers = {w.rsplit("::", 1)[0] for w in where}
+                testers = {ids.parse_coverage_key(w).tester for w in where}
                 lines.append(f"  {len(where)} check(s) of {len(testers)} class(es) raised {cause} (e.g. {where[0]})")
             for verdict, said in ((Verdict.NOT_CHECKED, "not checked"), (Verdict.SKIPPED, "not checkable here")):
                 for reason, where in self.reasons(verdict).items():
-                    testers = {w.rsplit("::", 1)[0] for w in where}
+                    testers = {ids.parse_coverage_key(w).tester for w in where}
                     accepted = sum(1 for w in where if self._outcome(w).accepted)
                     note = f", {accepted} accepted by the baseline" if accepted else ""
                     lines.append(
@@ -179,11 +180,11 @@ class Coverage:
             for column, o in checks.items():
                 if o.verdict == Verdict.RAISED:
                     said = f"{o.exception} at {o.where}: {o.message}" if o.exception else o.reason
-                    out.setdefault(said.rstrip(": "), []).append(f"{tester}::{column}")
+                    out.setdefault(said.rstrip(": "), []).append(ids.coverage_key(tester, column))
         return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
 
     def _outcome(self, where: str) -> CheckOutcome:
-        tester, column = where.rsplit("::", 1)
+        tester, column = ids.parse_coverage_key(where)
         return self.outcomes[tester][column]
 
     def to_dict(self) -> dict[str, Any]:

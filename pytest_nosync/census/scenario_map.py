@@ -17,6 +17,7 @@ from typing import Any
 
 from ..checks import CHECKS
 from ..findings import Report
+from ..ids import parse_column
 from ..scenarios import PLAIN, SCENARIOS
 from .outcomes import Coverage, Verdict
 from .raises import Causes, causes
@@ -102,7 +103,8 @@ def _count(cell: Cell | None, raises: Causes | None = None) -> str:
 def scenario_map(reports: Iterable[Report], coverage: Coverage, check: str = "syncs") -> ScenarioMap:
     """The map of `check` over the census's pipelines and scenarios (plain first, then the registry's order)."""
     table = rows(reports, coverage)
-    seen = {column.partition("-")[2] or PLAIN for r in table for column in r.cells if column.partition("-")[0] == check}
+    columns = [parse_column(column) for r in table for column in r.cells]
+    seen = {column.scenario for column in columns if column.check == check}
     scenarios = [s for s in SCENARIOS if s in seen] + sorted(seen - set(SCENARIOS))
     pipelines: dict[str, None] = {}
     cells: dict[tuple[str, str], Cell] = {}
@@ -110,10 +112,10 @@ def scenario_map(reports: Iterable[Report], coverage: Coverage, check: str = "sy
     for row in table:
         label = row.pipeline if names.count(row.pipeline) == 1 else f"{row.pipeline} ({row.short_tester})"
         for column, cell in row.cells.items():
-            name, _, scenario = column.partition("-")
+            name, scenario = parse_column(column)
             if name == check and cell.outcome is not None:
                 pipelines[label] = None
-                cells[(label, scenario or PLAIN)] = cell
+                cells[(label, scenario)] = cell
     return ScenarioMap(check, list(pipelines), scenarios, cells)
 
 

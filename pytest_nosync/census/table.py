@@ -17,9 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .. import ids
 from ..checks import CHECKS, SUITE_CHECKS
 from ..findings import Kind, Phase, Report, Status
-from . import ids
+from ..scenarios import PLAIN
 from .outcomes import CheckOutcome, Coverage, Verdict, outcome_of, short_place
 from .raises import Causes, causes
 
@@ -63,7 +64,7 @@ class Row:
 
     @property
     def short_tester(self) -> str:
-        return self.tester.rsplit("/", 1)[-1]
+        return ids.short_tester(self.tester)
 
 
 def columns(coverage: Coverage) -> list[str]:
@@ -122,9 +123,9 @@ def dtype_of(environment: Mapping[str, Any]) -> str:
 
 
 def column_title(column: str) -> str:
-    check, _, scenario = column.partition("-")
+    check, scenario = ids.parse_column(column)
     title = CHECKS[check].column or check if check in CHECKS else column
-    return f"{title} ({scenario})" if scenario else title
+    return f"{title} ({scenario})" if scenario != PLAIN else title
 
 
 def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> Cell:
@@ -133,7 +134,7 @@ def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> C
         outcome = replace(outcome_of(report, outcome.pipeline), accepted=outcome.accepted)
     if outcome is None or outcome.verdict != Verdict.CHECKED or report is None:
         return Cell(outcome)
-    check = CHECKS.get(column.split("-")[0])
+    check = CHECKS.get(ids.parse_column(column).check)
     kinds = check.kinds if check is not None else frozenset()
     found = [f for f in report.findings if f.kind in kinds and f.phase == Phase.IN_STEP and f.status in COUNTED]
     places: Counter[str] = Counter()

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from .. import ids
 from ..patching import Patches
 from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable
@@ -81,7 +82,7 @@ def _placeholder_backends(cls: type) -> list[str]:
 def tester_name(cls: type) -> str:
     """`<module stem>::<provider>`: the same in every checkout (node ids depend on where the checkout is)."""
     source = provider(cls) or cls
-    return f"{source.__module__.rsplit('.', 1)[-1]}::{source.__qualname__}"
+    return ids.tester_target(source.__module__, source.__qualname__)
 
 
 @dataclass(frozen=True)

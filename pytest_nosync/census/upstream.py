@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .ids import PLAIN, item_name
+from .. import ids
 from .outcomes import Verdict
 from .raises import causes
 from .table import Row
@@ -37,18 +37,17 @@ def upstream_list(rows: Iterable[Row], environment: Mapping[str, Any], title: st
     for cause, number in found.number.items():
         hit = [(row, column) for row, column, o in cells if o is not None and o.exception and o.cause == cause
                and o.verdict == Verdict.RAISED]  # fmt: skip
-        scenarios = Counter(column.partition("-")[2] or PLAIN for _, column in hit)
+        scenarios = Counter(ids.parse_column(column).scenario for _, column in hit)
         pipelines = sorted({row.pipeline for row, _ in hit})
         row, column = hit[0]
-        check, _, scenario = column.partition("-")
-        node = f"{row.tester}::{item_name(check, scenario or PLAIN)}"
+        check, scenario = ids.parse_column(column)
+        node = str(ids.CensusId(row.tester, check, scenario))
         lines += [
             "",
             f"## r{number}. {found.outcomes[cause][0].cause_text()}",
             "",
             f"- {len(hit)} cell(s) under " + ", ".join(f"`{s}` ({n})" for s, n in scenarios.most_common()),
             f"- {len(pipelines)} pipeline(s): " + ", ".join(pipelines),
-            f'- reproduce: `pytest "{node}" --nosync --nosync-checks={check} --nosync-scenarios={scenario or PLAIN}'
-            f"{option}`",
+            f'- reproduce: `pytest "{node}" --nosync --nosync-checks={check} --nosync-scenarios={scenario}{option}`',
         ]
     return "\n".join(lines) + "\n"

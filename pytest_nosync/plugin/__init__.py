@@ -243,7 +243,7 @@ def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[st
 
         regressions.unipc_case(config, device, **nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler"))
     """
-    from .xdist import plain_nodeid
+    from ..ids import plain_nodeid
 
     session = _session(request)
 

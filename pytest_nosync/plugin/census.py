@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..census import coverage, ids
+from .. import ids
+from ..census import coverage
 from ..census.changed import recorded
 from ..census.outcomes import Coverage, outcome_of, skipped
 from ..findings import Report
@@ -72,7 +73,7 @@ class TesterCheck(pytest.Item):
             line = inspect.getsourcelines(self.tester_class)[1] - 1  # 0-based, as pytest's own items give it
         except (OSError, TypeError):
             line = 0
-        return self.path, line, f"{self.class_id}::{self.name}"
+        return self.path, line, str(ids.CensusId(self.class_id, self.check, self.scenario.name))
 
 
 class Census:

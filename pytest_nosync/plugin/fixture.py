@@ -11,7 +11,7 @@ import pytest
 
 from ..findings import Report
 from ..guard_options import GuardOptions, split_options
-from .xdist import plain_nodeid
+from ..ids import plain_nodeid
 
 if TYPE_CHECKING:
     from ..guard import Guard

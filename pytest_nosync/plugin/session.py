@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .. import baseline, render, run_report
+from .. import baseline, ids, render, run_report
 from ..findings import Report
 from ..guard_options import GuardOptions
 from ..profiling import export
@@ -165,7 +165,7 @@ class NosyncSession:
         marker = self.marker_values(item)
         check = check or ",".join(marker.get("checks", GuardOptions.checks))
         scenario = scenario or self.scenario_of(item).name
-        known = self.known_matcher(xdist.plain_nodeid(item.nodeid), target, check, scenario)
+        known = self.known_matcher(ids.plain_nodeid(item.nodeid), target, check, scenario)
         settings = self.settings
         return table.resolve(settings, marker, backend=settings.backend, trace=self.trace, known=known, **fixed)
 
@@ -189,7 +189,7 @@ class NosyncSession:
 
     def add_report(self, item: pytest.Item, report: Report) -> None:
         """Attach a report to the test: a failing one fails it after the test body returns."""
-        report.test_id = report.test_id or xdist.plain_nodeid(item.nodeid)
+        report.test_id = report.test_id or ids.plain_nodeid(item.nodeid)
         if report.scenario == "plain":
             report.scenario = self.scenario_of(item).name
         item.stash.setdefault(ITEM_REPORTS, []).append(report)
@@ -389,7 +389,7 @@ class NosyncSession:
         except NotApplicable as exc:
             pytest.skip(f"not checkable: {exc}")
         except Exception as exc:
-            self.add_report(item, error_report(exc, options, test_id=xdist.plain_nodeid(item.nodeid)))
+            self.add_report(item, error_report(exc, options, test_id=ids.plain_nodeid(item.nodeid)))
             return False
         return True
 
@@ -406,7 +406,7 @@ class NosyncSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs where results arrive: in this process, or on the xdist controller.
-        test_id = xdist.plain_nodeid(report.nodeid)
+        test_id = ids.plain_nodeid(report.nodeid)
         self.durations[test_id] = self.durations.get(test_id, 0.0) + report.duration
         for name, value in report.user_properties:
             if name == "nosync":
@@ -420,7 +420,7 @@ class NosyncSession:
     def per_group(self) -> dict[str, float]:
         """Seconds spent per xdist work unit of the suite (a target's plain tests, each of its scenarios: what
         `longest_first` orders by in the next run), counted as `per_target` counts them."""
-        return self._seconds_by(lambda report: xdist.scenario_group(report.target, report.scenario or PLAIN))
+        return self._seconds_by(lambda report: ids.target_param(report.target, report.scenario or PLAIN))
 
     def _seconds_by(self, key: Callable[[Report], str]) -> dict[str, float]:
         first: dict[str, Report] = {}  # each test's first report that names a target

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..findings import Report
+from ..ids import plain_nodeid, target_param
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..suite.targets.base import CallContext, Target
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
-from .xdist import plain_nodeid, scenario_group
 
 if TYPE_CHECKING:
     import torch
@@ -67,7 +67,7 @@ class SuiteRun:
         metafunc.parametrize(
             ("nosync_target", "nosync_scenario"),
             [
-                pytest.param(t, s, id=(unit := scenario_group(t.name, s.name)), marks=pytest.mark.xdist_group(unit))
+                pytest.param(t, s, id=(unit := target_param(t.name, s.name)), marks=pytest.mark.xdist_group(unit))
                 for t in self.selected()
                 for s in self.scenarios()
             ],

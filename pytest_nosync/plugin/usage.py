@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .. import baseline, run_report
+from .. import baseline, ids, run_report
 from ..checks import lookup
 from ..profiling import export
 from ..suite import SHIPPED_BASELINE, SUITE_DIR
@@ -70,7 +70,7 @@ def check_rootdir(config: pytest.Config) -> None:
     if namespace.rootdir or namespace.inifilename:
         return  # the rootdir was chosen explicitly
     given = list(config.invocation_params.args)
-    positional = {os.path.abspath(str(a).split("::")[0]) for a in namespace.file_or_dir}
+    positional = {os.path.abspath(ids.node_path(str(a))) for a in namespace.file_or_dir}
     taken = [
         (given[i - 1], value)
         for i, value in enumerate(given)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..scenarios import PLAIN, SCENARIOS
+from .. import ids
 
 
 class Role(Enum):
@@ -30,13 +30,6 @@ def role(config: pytest.Config) -> Role:
     if hasattr(config, "workerinput"):
         return Role.WORKER
     return Role.CONTROLLER if config.getoption("numprocesses", default=None) else Role.ALONE
-
-
-def plain_nodeid(nodeid: str) -> str:
-    """A node id as collected: `--dist loadgroup` reports `<id>@<xdist group>`. (An "@" inside a parameter id, which
-    a bracket follows, is the test's own.)"""
-    head, at, group = nodeid.rpartition("@")
-    return head if at and head and "[" not in group and "]" not in group else nodeid
 
 
 GPU_VARIABLE = "CUDA_VISIBLE_DEVICES"
@@ -162,36 +155,14 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
     Why not xdist's suffix alone: xdist passes the group to its scheduler by rewriting the worker's node ids, which
     pytest 9.2's structured ids ignore; every test then became its own unit, and a tester's four checks built and
     calibrated its pipeline on up to four workers (pytest-dev/pytest-xdist#1386)."""
-    from ..census import ids
-
-    plain = plain_nodeid(nodeid)
+    plain, group = ids.split_group(nodeid)
     if plain != nodeid:
-        return nodeid[len(plain) + 1 :]
+        return group
     census = ids.parse(nodeid)
     if census is not None:
         return census.tester
-    if nodeid.endswith("]") and "[" in nodeid:
-        params = nodeid[nodeid.rindex("[") + 1 : -1].split("-")
-        at = next((i for i, p in enumerate(params) if p in targets), None)
-        if at is not None:
-            # the scenario after the target: in the suite's checks only (a test's own parameter may share its name)
-            following = params[at + 1] if at + 1 < len(params) and _is_check_test(nodeid) else PLAIN
-            return scenario_group(params[at], following if following in SCENARIOS else PLAIN)
-    return nodeid
-
-
-def _is_check_test(nodeid: str) -> bool:
-    """Whether the test is one of the suite's checks (`test_<check>`), whose ids carry the scenario."""
-    from ..checks import CHECKS
-
-    name = nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
-    return name.startswith("test_") and name[len("test_") :] in CHECKS
-
-
-def scenario_group(target: str, scenario: str) -> str:
-    """The work unit of a built-in target's tests with a scenario (its parameter id too): the target's name for the
-    plain pipeline, `<target>-<scenario>` for another."""
-    return target if scenario == PLAIN else f"{target}-{scenario}"
+    test = ids.target_test(nodeid, targets)
+    return test.param if test is not None else nodeid
 
 
 def make_scheduler(config: pytest.Config, log: Any, targets: Collection[str]) -> Any:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync import run_report
-from pytest_nosync.census import ids, outcomes, table
+from pytest_nosync import ids, run_report
+from pytest_nosync.census import outcomes, table
 from pytest_nosync.census.diff import NothingInCommon, diff
 from pytest_nosync.census.outcomes import CheckOutcome, Coverage, Verdict
 from pytest_nosync.findings import Finding, Phase, Report, Status, not_checked_finding

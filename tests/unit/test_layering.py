@@ -18,7 +18,7 @@ PACKAGE = Path(pytest_nosync.__file__).parent
 # Lowest first; an area may import itself and any area before it. A head names a module or package; a dotted head
 # (`census.testers`) places a part of a package above the rest of it, the longest head naming a module deciding.
 AREAS = (
-    ("data", ("findings", "checks", "scenarios", "hints", "patching", "source_identity")),
+    ("data", ("findings", "checks", "scenarios", "ids", "hints", "patching", "source_identity")),
     ("profiling", ("profiling",)),
     ("emulation", ("emulation",)),
     (
