@@ -74,12 +74,13 @@ def columns(coverage: Coverage) -> list[str]:
 
 
 def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:
-    """The table's rows, sorted by pipeline (unknown last)."""
+    """The table's rows, sorted by pipeline (unknown last). A census item's report joins its tester's row at its check
+    and scenario's column (the report carries both; the tester class is the first part of its test id)."""
     by_class: dict[str, dict[str, Report]] = {}
     for report in reports:
-        parsed = ids.parse(report.test_id)
-        if parsed is not None:
-            by_class.setdefault(parsed.tester, {})[parsed.column] = report
+        item = ids.parse(report.test_id)
+        if item is not None:
+            by_class.setdefault(item.tester, {})[ids.column(report.check, report.scenario)] = report
     out = []
     wanted = columns(coverage)
     for tester in sorted(set(by_class) | set(coverage.outcomes)):

@@ -21,9 +21,11 @@ UNIPC = "/ckpt/src/diffusers/schedulers/scheduling_unipc_multistep.py:886"
 CHECKS = ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
 
 
-def _report(tester: str, check: str, *findings: Finding) -> Report:
-    test_id = f"tests/pipelines/{tester}::nosync[{check}]@tests/pipelines/{tester}"  # as xdist's loadgroup says it
-    return Report(list(findings), test_id=test_id, check=check, target=tester)
+def _report(tester: str, column: str, *findings: Finding) -> Report:
+    check, scenario = ids.parse_column(column)
+    item = str(ids.CensusId(f"tests/pipelines/{tester}", check, scenario))
+    test_id = ids.with_group(item, f"tests/pipelines/{tester}")  # as xdist's loadgroup says it
+    return Report(list(findings), test_id=test_id, check=check, target=tester, scenario=scenario)
 
 
 def _sync(step: int | None, where: str = UNIPC, status: Status = Status.FAIL, count: int = 2) -> Finding:
@@ -384,6 +386,15 @@ def test_the_upstream_list_gives_each_cause_its_pipelines_and_a_command_that_rep
         f'- reproduce: `pytest "tests/pipelines/{FLUX}::nosync[syncs-faster_cache]" --nosync --nosync-checks=syncs '
         "--nosync-scenarios=faster_cache`"
     ) in done.stdout
+
+
+def test_a_report_joins_its_row_at_its_own_check_and_scenario() -> None:
+    """The table puts a report in the column its `check` and `scenario` say (the tester's row from its test id)."""
+    reports = [_report(WAN, "syncs", _sync(1)), _report(WAN, "syncs-lora", _sync(1, count=5))]
+    coverage = _coverage(reports, "WanPipeline")
+    assert reports[1].check == "syncs" and reports[1].scenario == "lora"
+    (row,) = table.rows(reports, coverage)
+    assert (row.tester, row.cells["syncs"].count, row.cells["syncs-lora"].count) == (f"tests/pipelines/{WAN}", 2, 5)
 
 
 def test_a_raise_recorded_before_outcomes_said_what_raised_is_read_from_its_report() -> None:
