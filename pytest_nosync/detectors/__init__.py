@@ -2,6 +2,13 @@
 
 A detector module has a class deriving from `base.Detector` and a function `detectors(options: GuardOptions) ->
 list[Detector]`. Modules are imported when a guard first runs their check, so a check nobody asks for costs nothing.
+
+Syncs: syncs (which detectors see them on each backend), cuda_sync (torch's sync debug mode), emulated (the stand-in
+device), explicit_sync (synchronize() calls), device_work (whether the device ran anything), profiler_sync (opt-in,
+from a trace). Graphs: dynamo (graph breaks, recompiles), cudagraphs (capture). Per step: memory (allocation
+growth), host_overhead, denoiser_clock (host time inside the denoiser), step_metrics (a step's cost as numbers).
+Tracing: tracer (the trace of a guarded block), profiler_session (its one torch.profiler session), profiler_ranges
+(named ranges for steps and regions).
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ the device" is therefore decided by the pipeline's own `.to(device)` calls, as o
 
 Nothing here runs at import: the device exists once `install()` is called (the emulate backend does that
 when a test asks for its execution device).
+
+identity (the device's name, and telling a tensor on it), device (the PrivateUse1 backend), tensor (its tensors),
+kernels (its kernels in torch's dispatcher), syncs (which operations would sync a GPU), streams (its streams and
+events), cuda_map (CUDA-written code run unchanged on it).
 """
 
 from __future__ import annotations

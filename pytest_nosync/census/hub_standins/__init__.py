@@ -4,6 +4,15 @@ When the Hugging Face hub cannot be reached (an air-gapped runner, HF_HUB_OFFLIN
 `hf-internal-testing/tiny-random-t5` is not in the local cache, `get_dummy_components()` of diffusers' tester
 classes fails, or worse, transformers builds an empty tokenizer. `install()` serves tiny stand-ins instead: seeded
 random-weight models from configs in code and tokenizers built with the `tokenizers` library; nothing is fetched.
+
+standin       what a stand-in is: a repository id and the function that writes the repository
+registry      hub id -> its stand-in (STANDINS)
+diffusers_repos text_repos vision_language_repos
+              the builders, by kind: diffusers model repositories, text encoders, vision-language models
+seeded        tiny random-weight models from a seed; tokenizer_builds, words: tokenizers built in code, their words
+built_repos   a stand-in built once into a directory, reused while complete and current
+installation  `from_pretrained("<hub id>")` finding the stand-ins (an overlay cache, offline mode on)
+reachability  whether the hub can be reached, decided quickly
 """
 
 from .built_repos import default_root, materialize
