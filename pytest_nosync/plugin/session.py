@@ -4,6 +4,9 @@ pytest's hooks (pytest-benchmark's split: the plugin's hooks, a session object, 
 Run state: the Settings read once, the xdist role, the baseline, every test's Report, the trace
 directory, and the suite's state (plugin.suite_run: targets, their pipelines, the graph helpers). Test state: the
 reports attached to a test (its stash), its marker's arguments, its GuardOptions.
+
+What imports torch (devices, the emulation, suite.scenarios and guarded_call, heap_freeze) is imported inside the
+functions that use it: this module is imported before the run's options are checked, and a usage error stays quick.
 """
 
 from __future__ import annotations
@@ -24,10 +27,14 @@ from .. import baseline, ids, render, run_report
 from ..findings import Report
 from ..guard_options import GuardOptions
 from ..profiling import export
-from ..scenarios import PLAIN
-from . import benchmark, usage, xdist
+from ..scenarios import PLAIN, SCENARIOS
+from . import benchmark, graph_helpers, suite_collection, usage, xdist
 from . import options as table
+from .census import Census
+from .fixture import BODY_GUARD, NosyncFixture
+from .gpu_sharing import GpuSharing
 from .options import Settings
+from .suite_run import SuiteRun
 
 if TYPE_CHECKING:
     import torch
@@ -35,8 +42,6 @@ if TYPE_CHECKING:
     from ..policy import KnownMatcher
     from ..profiling.config import TraceConfig
     from ..scenarios import Scenario
-    from .census import Census
-    from .suite_run import SuiteRun
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
 NO_RERUN = (
@@ -107,12 +112,8 @@ class NosyncSession:
         session.unreachable = unreachable
         config.pluginmanager.register(session, "nosync-session")
         if role is xdist.Role.CONTROLLER:
-            from .gpu_sharing import GpuSharing
-
             config.pluginmanager.register(GpuSharing(settings.mps, settings.share_gpus), "nosync-gpu-sharing")
-        from . import graph_helpers
-        from .census import Census
-        from .heap_freeze import HeapFreeze
+        from .heap_freeze import HeapFreeze  # imports torch: after option checks
 
         session.census = Census(session)
         config.pluginmanager.register(session.census, "nosync-census")
@@ -125,8 +126,6 @@ class NosyncSession:
     @cached_property
     def suite(self) -> SuiteRun:
         """The suite's state (targets, pipelines, graph helpers), made on first use."""
-        from .suite_run import SuiteRun
-
         return SuiteRun(self)
 
     @property
@@ -172,7 +171,7 @@ class NosyncSession:
     def device_for(self, item: pytest.Item) -> torch.device:
         """The device a test's tensors and models go on: the backend's, or the plain CPU under the emulation for a
         test whose checks all run there (devices.for_checks)."""
-        from .. import devices
+        from .. import devices  # imports torch: after option checks
 
         checks = self.marker_values(item).get("checks", GuardOptions.checks)
         return devices.for_checks(devices.execution_device(self.settings.backend), checks)
@@ -221,14 +220,10 @@ class NosyncSession:
     # ---- collection --------------------------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-        from . import suite_collection
-
         return suite_collection.directory(path, parent)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-        from . import suite_collection
-
         return suite_collection.module(module_path, parent)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -266,8 +261,6 @@ class NosyncSession:
     def scenario_of(self, item: pytest.Item) -> Scenario:
         """The scenario a test checks its pipeline with: a census item's, the parameter of a suite's check or of a
         marked test, else plain."""
-        from ..scenarios import PLAIN, SCENARIOS
-
         scenario = getattr(item, "scenario", None) or getattr(getattr(item, "callspec", None), "params", {}).get(
             "nosync_scenario"
         )
@@ -325,7 +318,7 @@ class NosyncSession:
         if self.unreachable:
             pytest.fail(self.unreachable, pytrace=False)
         if self._unmap_cuda is not None:
-            from ..emulation import cuda_map
+            from ..emulation import cuda_map  # imports torch: after option checks
 
             cuda_map.retarget(self.device_for(item))  # the plain CPU for a test that only checks graph breaks
 
@@ -333,8 +326,6 @@ class NosyncSession:
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, Any, Any]:
         guard = None
         if pyfuncitem.get_closest_marker("nosync") is not None:  # the body, whether or not the test takes `nosync`
-            from .fixture import BODY_GUARD, NosyncFixture
-
             # The body; with a pipeline among the test's arguments, that pipeline's steps (guard.Guard's doc)
             pipeline = _pipeline_argument(pyfuncitem)
             if self._with_scenario(pyfuncitem, pipeline):
@@ -348,7 +339,7 @@ class NosyncSession:
         if guard is None:
             result = yield
         else:
-            from ..suite.scenarios import calls_context
+            from ..suite.scenarios import calls_context  # imports torch: after option checks
 
             try:
                 with calls_context(self.scenario_of(pyfuncitem)), guard:  # the scenario's process-wide needs, if any
@@ -362,8 +353,6 @@ class NosyncSession:
         """Turn a marked test's scenario on for its pipeline before the body runs: skipped where it does not apply;
         False (its error reported) where turning it on raised. Each pipeline takes one scenario: a fixture that hands
         the same pipeline to two tests would check the second with both."""
-        from ..scenarios import PLAIN
-
         scenario = self.scenario_of(item)
         if scenario.name == PLAIN:
             return True
@@ -377,9 +366,9 @@ class NosyncSession:
         if id(pipeline) in self._scenario_pipelines:
             pytest.fail(f"scenario {scenario.name}: this pipeline already has a scenario on: build a new one per test "
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip
-        from .. import devices
-        from ..suite.guarded_call import error_report
-        from ..suite.scenarios import NotApplicable, apply, kept_process_wide
+        from .. import devices  # imports torch: after option checks
+        from ..suite.guarded_call import error_report  # imports torch: after option checks
+        from ..suite.scenarios import NotApplicable, apply, kept_process_wide  # imports torch: after option checks
 
         options = self.guard_options(item)
         self._scenario_pipelines.add(id(pipeline))
@@ -520,8 +509,8 @@ class NosyncSession:
         run; the returned function undoes it."""
         if self.settings.backend != "emulate" or self.settings.map_cuda != "on":
             return None
-        from .. import devices
-        from ..emulation import cuda_map
+        from .. import devices  # imports torch: after option checks
+        from ..emulation import cuda_map  # imports torch: after option checks
 
         return cuda_map.install(devices.execution_device("emulate"))
 
