@@ -1,6 +1,9 @@
 """The suite's part of a checking run: the selected targets, where and how their pipelines are called, the pipelines
 built once per run, and what the suite's fixtures do (a check, the step metrics). Owned by the NosyncSession (its
-`suite`); the graph helpers, when the run has them, are asked here for the graph checks they traced."""
+`suite`); the graph helpers, when the run has them, are asked here for the graph checks they traced.
+
+What imports torch (the targets' registry, devices, suite.pipelines, scenarios and measure) is imported inside the
+functions that use it: the session imports this module before the run's options are checked."""
 
 from __future__ import annotations
 
@@ -12,9 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..checks import PIPELINE_CHECKS
 from ..findings import Report
 from ..ids import plain_nodeid, target_param
 from ..scenarios import PLAIN, SCENARIOS, Scenario
+from ..step_cost import default_rounds, identify_sites
+from ..suite import TARGETS_MODULE
 from ..suite.targets.base import CallContext, Target
 from .benchmark import EXTRA_KEY, benchmark_repeat, judge_step_metrics, saving
 
@@ -39,7 +45,7 @@ class SuiteRun:
     # ---- targets -------------------------------------------------------------------------------------------------
     def selected(self) -> list[Target]:
         """The targets --nosync-targets selects (all by default), validated at configure time."""
-        from ..suite.targets.registry import TARGETS, lookup
+        from ..suite.targets.registry import TARGETS, lookup  # imports torch: after option checks
 
         return lookup(self.settings.targets) if self.settings.targets else list(TARGETS.values())
 
@@ -76,9 +82,6 @@ class SuiteRun:
 
     def deselect_checks(self, items: list[pytest.Item]) -> None:
         """The suite's tests of checks --nosync-checks does not select (cudagraphs, unless named) are deselected."""
-        from ..checks import PIPELINE_CHECKS
-        from ..suite import TARGETS_MODULE
-
         chosen = {f"test_{c}" for c in self.settings.pipeline_checks}
         others = {f"test_{c}" for c in PIPELINE_CHECKS} - chosen
         dropped = [
@@ -93,6 +96,7 @@ class SuiteRun:
     def target(self, request: pytest.FixtureRequest) -> Target:
         """The Target of a test: a built-in one by name, or the test's own Target object. A target this diffusers
         lacks the classes of is skipped, and counted in the summary."""
+        # imports torch: after option checks
         from ..suite.targets.registry import UnknownTarget, lookup, missing_classes
 
         target = getattr(request, "param", None)
@@ -107,7 +111,7 @@ class SuiteRun:
             raise pytest.UsageError("nosync_target needs a parameter: a target name or a pytest_nosync Target")
         missing = missing_classes(target)
         if missing:
-            import diffusers
+            import diffusers  # imports diffusers: only where a target lacks its classes
 
             pytest.skip(
                 f"target {target.name}: diffusers {diffusers.__version__} has no {', '.join(missing)} "
@@ -119,9 +123,9 @@ class SuiteRun:
     @cached_property
     def call_context(self) -> CallContext:
         """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
-        import torch
+        import torch  # after option checks
 
-        from .. import devices
+        from .. import devices  # imports torch: after option checks
 
         settings = self.settings
         device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
@@ -145,8 +149,10 @@ class SuiteRun:
         the one path of the suite and the census). A checkpoint asked for that does not load fails the test; a target
         the installed diffusers cannot build, or a scenario that does not apply to it, is skipped, and counted; a
         scenario that raises is the checks' `error` finding."""
-        from .. import devices
-        from ..suite.pipelines import prepare
+        from .. import devices  # imports torch: after option checks
+        from ..suite.pipelines import prepare  # imports torch: after option checks
+
+        # imports torch: after option checks
         from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
 
         key = self._key(target, device, dtype, scenario)
@@ -180,9 +186,9 @@ class SuiteRun:
     def check(self, item: pytest.Item, target: Target, scenario: Scenario, check: str) -> Report:
         """One of the suite's checks on the target's pipeline with `scenario`; a graph check a helper traced is its
         report."""
-        from .. import devices
-        from ..suite.pipelines import check as checked
-        from ..suite.scenarios import NotApplicable
+        from .. import devices  # imports torch: after option checks
+        from ..suite.pipelines import check as checked  # imports torch: after option checks
+        from ..suite.scenarios import NotApplicable  # imports torch: after option checks
 
         if check == "graph_breaks" and self.helpers is not None and scenario.name == PLAIN:
             traced = self.helpers.outcome(item)
@@ -204,9 +210,8 @@ class SuiteRun:
     def step_metrics(self, item: pytest.Item, target: Target, scenario: Scenario, benchmark: Any) -> Report:
         """The target's step metrics, timed through pytest-benchmark's `benchmark` fixture and judged against the
         run loaded by --benchmark-compare (plugin.benchmark)."""
-        from ..step_cost import default_rounds, identify_sites
-        from ..suite.measure import loop_place, measure, metrics_steps
-        from ..suite.scenarios import calls_context
+        from ..suite.measure import loop_place, measure, metrics_steps  # imports torch: after option checks
+        from ..suite.scenarios import calls_context  # imports torch: after option checks
 
         ctx, config = self.call_context, self.session.config
         pipe = self.pipeline(target, ctx.device, ctx.dtype, scenario)
