@@ -24,13 +24,27 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .findings import DENOISER_REGION
 from .patching import Patches
 
-if TYPE_CHECKING:
-    from .guard import Guard
+
+class Guard(Protocol):
+    """What the annotations call on the guard that owns them (guard.Guard): its steps, regions and denoising loops.
+    A protocol, so that this module needs nothing of guard.py, which imports it."""
+
+    pipeline: Any
+
+    def adopt(self, pipeline: Any) -> bool: ...
+    def begin_step(self) -> None: ...
+    def close_step(self) -> None: ...
+    def enter_region(self, name: str) -> None: ...
+    def exit_region(self, name: str) -> None: ...
+    def loop_begins(self) -> None: ...
+    def iteration_begins(self) -> None: ...
+    def loop_ends(self) -> None: ...
+
 
 # (attribute of the pipeline, method name, region name)
 METHOD_REGIONS = (
