@@ -56,6 +56,16 @@ def package_path(filename: str) -> str:
     return path.replace(os.sep, "/")
 
 
+def short_place(where: Location) -> str:
+    """A place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
+    file = where.file.replace("\\", "/")
+    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
+        return str(where)
+    at = file.rfind("/diffusers/")
+    inside = file[at + 1 :] if at >= 0 else package_path(where.file)
+    return str(Location(inside, where.line))
+
+
 def locate_file(inside: str) -> str | None:
     """The file of this environment at `inside` (a path inside its package), or None."""
     for root in sys.path:

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import ids
-from ..findings import Kind, Location, Report, Status, _Named
-from ..source_identity import package_path
+from ..findings import Kind, Report, Status, _Named
+from ..source_identity import short_place
 
 SCHEMA = "pytest-nosync-census/2"
 ACCEPTED = (Status.KNOWN, Status.ALLOWED)
@@ -92,16 +92,6 @@ def outcome_of(report: Report, pipeline: str = "") -> CheckOutcome:
 def _code(text: str) -> str:
     """Markdown code of `text`, also where it holds a backtick (diffusers' messages quote attribute names so)."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
-
-
-def short_place(where: Location) -> str:
-    """A place inside its package (diffusers/schedulers/...), also for paths of another machine's checkout."""
-    file = where.file.replace("\\", "/")
-    if file.startswith("<"):  # code without a file (`<eval_with_key>.3`: an FX graph's generated forward)
-        return str(where)
-    at = file.rfind("/diffusers/")
-    inside = file[at + 1 :] if at >= 0 else package_path(where.file)
-    return str(Location(inside, where.line))
 
 
 def skipped(reason: str, pipeline: str = "") -> CheckOutcome:

@@ -21,7 +21,8 @@ from .. import ids
 from ..checks import CHECKS, SUITE_CHECKS
 from ..findings import Kind, Phase, Report, Status
 from ..scenarios import PLAIN
-from .outcomes import CheckOutcome, Coverage, Verdict, outcome_of, short_place
+from ..source_identity import short_place
+from .outcomes import CheckOutcome, Coverage, Verdict, outcome_of
 from .raises import Causes, causes
 
 COUNTED = (Status.FAIL, Status.KNOWN, Status.BUDGET)  # what the code does, whatever the policy made of it

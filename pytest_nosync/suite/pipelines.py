@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from ..census.outcomes import short_place
 from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
+from ..source_identity import short_place
 from .checks import CallKwargs, run_check
 from .guarded_call import error_report
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
