@@ -115,18 +115,6 @@ run_froze_heap = False  # a checking pytest run froze what its collection import
 _left_frozen = False  # a block froze on top of a caller's freeze and left it: the process has a freeze, and a big one
 
 
-def freeze_what_lives_for_the_run() -> None:
-    """In a checking run that froze its imports: collect, then freeze what is left, for the run. For objects made
-    after collection that live as long as the run, the suite's pipelines (built once per run, kept to its end) and
-    the diffusers and transformers modules their build imported: left unfrozen, every full collection of the growth
-    check scanned them, 240,000 objects after the six targets' builds, a fifth of a second a collection on the CPU and
-    two seconds a growth test on an H200. Nothing that dies before the run's end may be frozen here (a reference
-    cycle of it would stay until then): the census, which drops a class's pipeline after its checks, never calls it."""
-    if run_froze_heap:
-        gc.collect()
-        gc.freeze()
-
-
 class PausedCollector:
     """Python's cyclic collector paused for a guarded block and run only when `collect()` says (a context manager;
     the collector's state is restored on exit, also when the block raises).

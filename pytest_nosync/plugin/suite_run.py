@@ -149,11 +149,9 @@ class SuiteRun:
         the one path of the suite and the census). A checkpoint asked for that does not load fails the test; a target
         the installed diffusers cannot build, or a scenario that does not apply to it, is skipped, and counted; a
         scenario that raises is the checks' `error` finding."""
-        from .. import devices  # imports torch: after option checks
         from ..suite.pipelines import prepare  # imports torch: after option checks
-
-        # imports torch: after option checks
-        from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline
+        from ..suite.targets.registry import CheckpointError, TargetUnavailable, build_pipeline  # torch, as above
+        from . import heap_freeze  # imports torch (devices): after option checks
 
         key = self._key(target, device, dtype, scenario)
         if key not in self._pipelines:
@@ -161,7 +159,7 @@ class SuiteRun:
                 self._pipelines[key] = prepare(
                     lambda: build_pipeline(target, device, dtype, checkpoint=key[-1]), scenario, target.denoiser, device
                 )
-                devices.freeze_what_lives_for_the_run()  # kept to the run's end: no collection need scan it again
+                heap_freeze.freeze_what_lives_for_the_run()  # kept to the run's end: no collection need scan it again
             except TargetUnavailable as exc:
                 pytest.skip(str(exc))
             except CheckpointError as exc:
