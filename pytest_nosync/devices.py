@@ -7,6 +7,7 @@ is entered); `execution_device` is where a pipeline goes under that backend.
 from __future__ import annotations
 
 import gc
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -112,6 +113,21 @@ _collecting_own = False  # a detector's own collection runs now: no CollectorFre
 
 
 run_froze_heap = False  # a checking pytest run froze what its collection imported (plugin.heap_freeze)
+_modules_at_run_freeze = 0  # how many modules were imported when the run last froze
+# Modules imported since the run's last freeze that make the next block freeze them for the run. A check that imports
+# inductor lazily (an in-process compile: torch._inductor, sympy, triton) adds about 800 modules and 150,000 objects,
+# a seventh of a second a full collection on the CPU; a diffusers model imported on first use adds a handful.
+IMPORTS_WORTH_FREEZING = 100
+
+
+def freeze_for_the_run() -> None:
+    """In a checking run: freeze what exists now (gc.freeze) until the run's end (plugin.heap_freeze unfreezes)."""
+    global run_froze_heap, _modules_at_run_freeze
+    gc.freeze()
+    run_froze_heap = True
+    _modules_at_run_freeze = len(sys.modules)
+
+
 _left_frozen = False  # a block froze on top of a caller's freeze and left it: the process has a freeze, and a big one
 
 
@@ -129,7 +145,10 @@ class PausedCollector:
     Where the process froze objects itself, the caller's freeze is never undone (gc.unfreeze would take all of it):
     - a checking pytest run froze what its collection imported (plugin.heap_freeze, `run_froze_heap`): a full
       collection scans what the run made since, a few objects, so nothing more is frozen (frozen, a previous check's
-      garbage would stay until the run's end);
+      garbage would stay until the run's end), unless the run imported many modules since its last freeze
+      (`IMPORTS_WORTH_FREEZING`): then what exists at the block's start is frozen for the run, modules and all. That
+      happens a few times a run (inductor's first compile); a reference cycle alive then that dies later (a test's
+      pipeline) stays until the run's end;
     - any other freeze (a serving runtime's `gc.freeze()`, an interpreter that starts with objects frozen, as the
       device's Python 3.12 does): what exists when the block begins is frozen on top of it, as if the process had
       called `gc.freeze()` there, and stays frozen after the block. Left to scan everything made since the caller's
@@ -144,6 +163,11 @@ class PausedCollector:
         self._froze = not run_froze_heap and not _left_frozen and gc.get_freeze_count() == 0
         if run_froze_heap:
             self.collect()  # garbage made since the run's freeze (the census's: a previous check's) goes now
+            if len(sys.modules) - _modules_at_run_freeze >= IMPORTS_WORTH_FREEZING:
+                # modules live for the run: left unfrozen, every collection of every later block scanned them (the
+                # main job's growth twins took 20 s on an H200 after a twin compiled with inductor, 1.5 s alone). What
+                # else is alive now is frozen with them: a few times a run, not at every block (see the docstring)
+                freeze_for_the_run()
             return self
         self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
         gc.freeze()

@@ -28,9 +28,8 @@ class HeapFreeze:
     @pytest.hookimpl(trylast=True)  # after collection's own work (the census installs its hub stand-ins first)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not self.froze:
-            gc.freeze()
+            devices.freeze_for_the_run()  # a block's full collections scan what the run made since: few objects
             self.froze = True
-            devices.run_froze_heap = True  # a block's full collections scan what the run made since: few objects
             _freeze_at_exit()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -49,7 +48,7 @@ def freeze_what_lives_for_the_run() -> None:
     cycle of it would stay until then): the census, which drops a class's pipeline after its checks, never calls it."""
     if devices.run_froze_heap:
         gc.collect()
-        gc.freeze()
+        devices.freeze_for_the_run()
 
 
 @functools.cache

@@ -64,3 +64,41 @@ def test_a_suite_pipeline_lives_for_the_run_and_is_frozen_for_it(pytester: pytes
     pytester.runpytest("--nosync", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert json.loads((pytester.path / "frozen.json").read_text()) is True
     assert gc.get_freeze_count() == 0  # the run unfroze it at its end
+
+
+IMPORTS_LATE = """
+import gc, importlib, json, pathlib
+from pytest_nosync import nosync_guard
+
+def test_imports_after_collection():
+    for i in range(COUNT):
+        importlib.import_module(f"late.m{i}")
+
+def test_a_block_after_them():
+    import late.m0
+    with nosync_guard(checks=("alloc_growth",), backend="emulate") as g, g.step():
+        pass
+    frozen = not any(o is late.m0.f for o in gc.get_objects())  # a frozen object is in no generation
+    pathlib.Path(__file__).with_name("frozen.json").write_text(json.dumps(frozen))
+"""
+
+
+@pytest.mark.parametrize("more", [20, -95])
+def test_modules_a_test_imported_after_collection_are_frozen_for_the_run_at_the_next_block(
+    pytester: pytest.Pytester, more: int
+) -> None:
+    """Bug twin: a check that imports many modules after collection (inductor's first in-process compile: about 800
+    modules, 150,000 objects) left them unfrozen, and every full collection of every later growth check scanned them
+    (the main job's growth twins: 20 s on an H200 after the inductor twins, 1.5 s alone). The next block now freezes
+    them for the run; a handful of modules (a diffusers model imported on first use) freezes nothing more."""
+    from pytest_nosync import devices
+
+    count = devices.IMPORTS_WORTH_FREEZING + more
+    pytester.mkpydir("late")
+    for i in range(count):
+        pytester.path.joinpath("late", f"m{i}.py").write_text("def f():\n    pass\n")
+    pytester.makepyfile(test_late=IMPORTS_LATE.replace("COUNT", str(count)))
+    pytester.syspathinsert()
+    pytester.runpytest("--nosync", "-p", "no:cacheprovider").assert_outcomes(passed=2)
+    assert json.loads((pytester.path / "frozen.json").read_text()) is (more > 0)
+    assert gc.get_freeze_count() == 0  # the run unfroze it at its end
