@@ -1,9 +1,9 @@
 """The pytest side of pytest-nosync (entry point `nosync`): options, markers, the run's session and thin fixtures.
 
 Off means off: without --nosync this module registers the options and markers, validates markers and skips gpu tests
-without a GPU, and imports nothing of the package beyond the option table. With --nosync it registers the run's
-NosyncSession (plugin.session), which owns the run's and each test's state and answers the hooks; the fixtures below
-only hand a test what the session gives.
+without a GPU, and imports nothing of the package beyond the option table. With --nosync it starts the run
+(plugin.start): a NosyncSession (plugin.session) holds the run's and each test's state, hook objects by phase answer
+pytest, and the fixtures below only hand a test what the session gives.
 
     def test_loop(nosync, pipe):
         with nosync.guard(pipe) as g:
@@ -56,9 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if given:  # an option that would change nothing must not look as if it did
             raise pytest.UsageError(f"{given[0]} was given without --nosync, which turns checking on: add --nosync")
         return
-    from .session import NosyncSession
+    from .start import start
 
-    config.stash[SESSION] = NosyncSession.start(config)
+    config.stash[SESSION] = start(config)
 
 
 def _benchmark_dir_to_clean(config: pytest.Config) -> Path | None:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..census.changed import Selection
     from ..census.hub_standins import Installation
     from ..scenarios import Scenario
-    from .session import NosyncSession
+    from .parts import CensusRun
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
@@ -79,7 +79,7 @@ class TesterCheck(pytest.Item):
 class Census:
     """Registered by the session: adds the items, drives them, installs the hub stand-ins, says the coverage."""
 
-    def __init__(self, session: NosyncSession) -> None:
+    def __init__(self, session: CensusRun) -> None:
         self.session = session
         self._built: dict[type, Built] = {}
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has

@@ -15,7 +15,7 @@ from ..ids import plain_nodeid
 
 if TYPE_CHECKING:
     from ..guard import Guard
-    from .session import NosyncSession
+    from .parts import FixtureRun
 
 
 BODY_GUARD = pytest.StashKey["Guard"]()  # a marked test's body guard, while the body runs
@@ -39,7 +39,7 @@ class _WithinBody:
 
 
 class NosyncFixture:
-    def __init__(self, item: pytest.Item, session: NosyncSession | None) -> None:
+    def __init__(self, item: pytest.Item, session: FixtureRun | None) -> None:
         self.item = item
         self._session = session
 

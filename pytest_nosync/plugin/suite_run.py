@@ -1,6 +1,7 @@
 """The suite's part of a checking run: the selected targets, where and how their pipelines are called, the pipelines
 built once per run, and what the suite's fixtures do (a check, the step metrics). Owned by the NosyncSession (its
-`suite`); the graph helpers, when the run has them, are asked here for the graph checks they traced.
+`suite`), which it asks only for a test's options (parts.RunOptions); the graph helpers, when the run has them, are
+asked here for the graph checks they traced.
 
 What imports torch (the targets' registry, devices, suite.pipelines, scenarios and measure) is imported inside the
 functions that use it: the session imports this module before the run's options are checked."""
@@ -29,11 +30,11 @@ if TYPE_CHECKING:
 
     from ..suite.pipelines import Prepared
     from .graph_helpers import GraphHelperRun
-    from .session import NosyncSession
+    from .parts import RunOptions
 
 
 class SuiteRun:
-    def __init__(self, session: NosyncSession) -> None:
+    def __init__(self, session: RunOptions) -> None:
         self.session = session
         self.helpers: GraphHelperRun | None = None  # set when the run hands graph checks to helper processes
         self._pipelines: dict[tuple, Any] = {}

@@ -32,7 +32,7 @@ from .count_ahead import CountAhead, own_fixtures_only
 from .pool import GraphHelpers, GraphJob, Outcome, auto_count
 
 if TYPE_CHECKING:
-    from ..session import NosyncSession
+    from ..parts import RunOptions, RunWithSuite
 
 __all__ = ["GraphHelperRun", "Outcome", "wanted"]
 
@@ -52,7 +52,7 @@ def builtin_target(item: pytest.Item, test: str = "test_graph_breaks") -> Target
     return target if isinstance(target, Target) and TARGETS.get(target.name) is target else None
 
 
-def wanted(session: NosyncSession) -> bool:
+def wanted(session: RunOptions) -> bool:
     """Whether this run may hand graph checks to helpers: not when told not to, not under xdist (its workers are the
     parallelism), and not under --pdb/--trace (a debugger must stop in this process)."""
     config = session.config
@@ -79,7 +79,7 @@ class GraphHelperRun:
     """Registered by the session when `wanted`: orders the suite's tests, starts the helpers when collection is done,
     answers the graph checks and the counts made ahead, ends the helpers with the run and says what they did."""
 
-    def __init__(self, session: NosyncSession) -> None:
+    def __init__(self, session: RunWithSuite) -> None:
         self.session = session
         self.helpers: GraphHelpers | None = None
         self.ahead: CountAhead | None = None
