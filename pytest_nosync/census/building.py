@@ -1,8 +1,9 @@
 """A census item's run without pytest: its tester's pipeline built and calibrated, its scenario turned on, its check.
 
 The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and with its
-executed code recorded (census.changed); a scenario's pipeline is built afresh through the suite's path
-(suite.pipelines.prepare), its calibration the plain one's. What cannot be checked here raises NotChecked with its
+executed code recorded (census.changed); a scenario's pipeline is built afresh, its calibration the plain one's. Both
+take the suite's path (suite.pipelines.prepare), where a raise while building, calibrating or turning the scenario on
+is the checks' finding. What cannot be checked here raises NotChecked with its
 sentence, which the pytest side (plugin.census) skips the item with and counts.
 """
 
@@ -27,7 +28,7 @@ from ..suite.scenarios import NotApplicable
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from ..suite.torch_defaults import torch_defaults
-from .testers import NotDrivable, Tester, Uncallable
+from .testers import NotDrivable, Tester
 
 
 class NotChecked(Exception):
@@ -82,7 +83,8 @@ def prepared(
         raise NotChecked(f"not checked: {built.not_drivable}")
     plain = (str(ctx.device), PLAIN, ())
     if plain not in built.pipelines and built.error is None:
-        try:
+
+        def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
             with recording(), torch_defaults():
                 built.tester = built.tester or Tester(tester_class)
@@ -92,15 +94,18 @@ def prepared(
                 process_caches.forget(pipe)
                 built.tester.prelude(pipe, ctx)
                 built.tester.calibrate(pipe, ctx)
-            warmed(pipe)
-            built.pipelines[plain] = Prepared(SCENARIOS[PLAIN], pipe)
+            return pipe
+
+        try:  # the pipeline's own constructor, move or calibrating call raised: the checks' finding (its error)
+            result = prepare(calibrated, SCENARIOS[PLAIN], built.denoiser, ctx.device, then=warmed,
+                             callers=(NotDrivable,))  # fmt: skip
         except NotDrivable as exc:
             built.not_drivable = str(exc)
             raise NotChecked(f"not checked: {built.not_drivable}") from None
-        except Uncallable as exc:
-            built.error = exc.error
-        except Exception as exc:  # the pipeline's own constructor or move raised: the checks' finding
-            built.error = exc
+        if result.error is not None:
+            built.error = result.error
+        else:
+            built.pipelines[plain] = result
     if built.error is not None:
         return Prepared(scenario, error=built.error)
     scenario = built.tester.documented(scenario)  # the parameters the tester sets for its pipeline

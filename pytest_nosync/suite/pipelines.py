@@ -5,7 +5,11 @@ prelude) → the check (suite.checks.run_check: a warm-up call on first use, the
 What a scenario does to a pipeline is data of the result, not an exception the caller must route: `Prepared` says
 whether the scenario does not apply (a reason, counted) or raised while it was turned on (the checks' `error`
 finding, judged against the baseline like any other). A build that fails is the caller's to report (a target the
-installed diffusers lacks, a tester that cannot be driven).
+installed diffusers lacks, a tester that cannot be driven), or, where the caller says so, the pipeline's finding too
+(the census: a tester's pipeline whose constructor raises).
+
+The suite's tests (plugin.suite_run), a marked test's own pipeline (plugin.run_hooks: its scenario), the census's
+plain and scenario pipelines (census.building) and the graph helpers (plugin.graph_helpers.helper) all come here.
 """
 
 from __future__ import annotations
@@ -50,10 +54,19 @@ def prepare(
     denoiser: str,
     device: torch.device,
     then: Callable[[Any], None] | None = None,
+    *,
+    callers: tuple[type[Exception], ...] | None = None,
 ) -> Prepared:
-    """`build()`, then `scenario` turned on, then `then(pipe)`; see the module doc."""
+    """`build()`, then `scenario` turned on, then `then(pipe)`; see the module doc. A raise in `build()` is the
+    caller's (a target the installed diffusers lacks, a checkpoint that does not load) unless `callers` names the
+    raises that are: then any other is the pipeline's finding (`Prepared.error`), as a scenario's raise is."""
     scenario = scenario or SCENARIOS[PLAIN]
-    pipe = build()
+    try:
+        pipe = build()
+    except Exception as exc:
+        if callers is None or isinstance(exc, callers):
+            raise
+        return Prepared(scenario, error=_raised(exc))  # the pipeline's own constructor, move or first call raised
     try:
         with kept_process_wide():
             apply(scenario, pipe, denoiser, device)
@@ -62,8 +75,13 @@ def prepare(
     except NotApplicable as exc:
         return Prepared(scenario, not_applicable=str(exc))
     except Exception as exc:  # the feature itself raised on this pipeline: an upstream bug to report
-        return Prepared(scenario, pipe, error=exc.error if isinstance(exc, Uncallable) else exc)  # at its raise site
+        return Prepared(scenario, pipe, error=_raised(exc))
     return Prepared(scenario, pipe)
+
+
+def _raised(exc: Exception) -> BaseException:
+    """The exception to report, at its raise site: the pipeline's own, where a call raised it (Uncallable)."""
+    return exc.error if isinstance(exc, Uncallable) else exc
 
 
 def check(
