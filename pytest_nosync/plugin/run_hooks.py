@@ -93,17 +93,18 @@ class RunHooks:
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip
         from .. import devices  # imports torch: after option checks
         from ..suite.guarded_call import error_report  # imports torch: after option checks
-        from ..suite.scenarios import NotApplicable, apply, kept_process_wide  # imports torch: after option checks
+        from ..suite.pipelines import prepare  # imports torch: after option checks
 
         options = session.guard_options(item)
         session.scenario_pipelines.add(id(pipeline))
-        try:
-            with kept_process_wide():  # later tests of the process keep the attention backend they had
-                apply(scenario, pipeline, options.denoiser, devices.execution_device(session.settings.backend))
-        except NotApplicable as exc:
-            pytest.skip(f"not checkable: {exc}")
-        except Exception as exc:
-            session.add_report(item, error_report(exc, options, test_id=ids.plain_nodeid(item.nodeid)))
+        # the suite's one path to a pipeline, the test's own already built (later tests of the process keep the
+        # attention backend they had: suite.scenarios.kept_process_wide)
+        device = devices.execution_device(session.settings.backend)
+        prepared = prepare(lambda: pipeline, scenario, options.denoiser, device)
+        if prepared.not_applicable:
+            pytest.skip(f"not checkable: {prepared.not_applicable}")
+        if prepared.error is not None:
+            session.add_report(item, error_report(prepared.error, options, test_id=ids.plain_nodeid(item.nodeid)))
             return False
         return True
 

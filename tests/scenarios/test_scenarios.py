@@ -164,6 +164,55 @@ def test_a_marked_test_checks_its_own_pipeline_with_each_scenario(pytester: pyte
     assert "test_user.py::test_my_pipeline PASSED" in plain.stdout.str()
 
 
+RAISING_SCENARIO_TESTS = """
+import pytest
+import torch
+
+from pytest_nosync.suite.targets.base import CallContext
+from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
+
+FLUX = TARGETS["flux"]
+
+
+def broken_enable_cache(config):
+    raise RuntimeError("the cache hook broke")
+
+
+@pytest.fixture
+def pipe(nosync_device):
+    return build_pipeline(FLUX, nosync_device, torch.float32)
+
+
+@pytest.fixture
+def broken(pipe):
+    pipe.transformer.enable_cache = broken_enable_cache
+    return pipe
+
+
+@pytest.mark.nosync(checks=["syncs"], scenarios=["taylorseer_cache"])
+def test_broken_hook(broken, nosync_device):
+    raise AssertionError("the body ran")
+
+
+@pytest.mark.nosync(checks=["syncs"], scenarios=["taylorseer_cache"])
+def test_working_hook(pipe, nosync_device):
+    pipe(**FLUX.call_kwargs(pipe, CallContext(nosync_device, torch.float32, steps=2)))
+"""
+
+
+def test_a_scenario_that_raises_on_a_marked_tests_pipeline_is_its_error_and_the_body_does_not_run(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_user=RAISING_SCENARIO_TESTS)
+    result = pytester.runpytest("--nosync", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "test_user.py::test_broken_hook[taylorseer_cache] FAILED" in out, out
+    assert "test_user.py::test_working_hook[taylorseer_cache] PASSED" in out, out
+    result.stdout.fnmatch_lines(["*error*test_user.py:11*", "*RuntimeError: the cache hook broke*"])
+    assert "the body ran" not in out
+
+
 OPTION_TESTS = """
 import pytest
 import torch
