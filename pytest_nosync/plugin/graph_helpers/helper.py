@@ -10,16 +10,20 @@ import os
 import sys
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .pool import GraphJob, Outcome, diffusers_file, receive, send
 
+if TYPE_CHECKING:
+    from ...suite.pipelines import Prepared
 
-def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Any]) -> Outcome:
-    """The job's check, as the suite's test runs it in its own process (plugin.suite_run.SuiteRun.check)."""
+
+def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Prepared]) -> Outcome:
+    """The job's check, as the suite's test runs it in its own process (plugin.suite_run.SuiteRun.check): through the
+    suite's one path to a pipeline (suite.pipelines), plain."""
     import torch
 
-    from ...suite.checks import run_check
+    from ...suite.pipelines import check, prepare
     from ...suite.targets.base import CallContext
     from ...suite.targets.registry import TARGETS, TargetUnavailable, build_pipeline
 
@@ -29,13 +33,12 @@ def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Any]) -> Outcome:
     key = (job.target, job.device, job.dtype)
     try:
         if key not in pipelines:
-            pipelines[key] = build_pipeline(target, device, dtype)
+            pipelines[key] = prepare(lambda: build_pipeline(target, device, dtype), None, target.denoiser, device)
     except TargetUnavailable as exc:
         return Outcome(skipped=str(exc))
-    pipe = pipelines[key]
-    call_kwargs = target.kwargs_by_steps(pipe, CallContext(device, dtype, job.steps, job.seed))
-    report = run_check("graph_breaks", pipe, call_kwargs, job.options, steps=job.steps, test_id=job.test_id,
-                       target=job.target)  # fmt: skip
+    ctx = CallContext(device, dtype, job.steps, job.seed)
+    report = check(pipelines[key], "graph_breaks", lambda pipe: target.kwargs_by_steps(pipe, ctx), job.options,
+                   steps=job.steps, test_id=job.test_id, target=job.target)  # fmt: skip
     report.metrics["helper_s"] = round(time.perf_counter() - start, 3)  # its build (first job) and trace, in the helper
     return Outcome(report=report)
 
@@ -47,7 +50,7 @@ def main() -> None:
     import torch
 
     send(answers, diffusers_file())
-    pipelines: dict[tuple[str, str, str], Any] = {}
+    pipelines: dict[tuple[str, str, str], Prepared] = {}
     while (job := receive(jobs)) is not None:
         if torch.device(job.device).type == "cpu":
             torch.set_num_threads(1)  # the process that runs the other checks keeps the other cores
