@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from pytest_nosync.devices import generator as device_generator
 from pytest_nosync.suite.targets.base import CallContext
 
 # The FLUX families' tiny MM-DiT: one double-stream and one single-stream block, two heads of 16 over 4 latent channels
@@ -34,11 +35,20 @@ FLUX_VAE = {
 }
 
 
-def seeded(cls: Callable[..., Any], **config: Any) -> Any:
-    """A model of `cls` with random weights from seed 0, as diffusers' own tests build each of their tiny
-    components: the same weights whatever was built before it."""
+def diffusers_class(name: str) -> Any:
+    """The class diffusers exports as `name`, as the targets name their classes (`extra_classes`)."""
+    # Imported on the first build: the registry is read where nothing is built, and diffusers takes seconds to import.
+    import diffusers
+
+    return getattr(diffusers, name)
+
+
+def seeded(cls: str | Callable[..., Any], **config: Any) -> Any:
+    """A model of `cls` (a class, or the name of one diffusers exports) with random weights from seed 0, as diffusers'
+    own tests build each of their tiny components: the same weights whatever was built before it."""
+    make = diffusers_class(cls) if isinstance(cls, str) else cls
     torch.manual_seed(0)
-    return cls(**config)
+    return make(**config)
 
 
 def components(scheduler: Any, vae: Any, transformer: Any, **more: Any) -> dict[str, Any]:
@@ -57,11 +67,8 @@ def components(scheduler: Any, vae: Any, transformer: Any, **more: Any) -> dict[
 def flow_match(shift: float, **config: Any) -> Any:
     """FlowMatchEulerDiscreteScheduler with resolution-dependent shift, as the checkpoints configure it (`config`: the
     shift's range and the rest of the checkpoint's scheduler config)."""
-    import diffusers  # on the first build, as in each builder: the registry is read where nothing is built
-
-    return diffusers.FlowMatchEulerDiscreteScheduler(
-        num_train_timesteps=1000, shift=shift, use_dynamic_shifting=True, **config
-    )
+    scheduler = diffusers_class("FlowMatchEulerDiscreteScheduler")
+    return scheduler(num_train_timesteps=1000, shift=shift, use_dynamic_shifting=True, **config)
 
 
 def randn(ctx: CallContext, *shape: int, offset: int = 0) -> torch.Tensor:
@@ -94,6 +101,4 @@ def call(ctx: CallContext, size: int, **between: Any) -> dict[str, Any]:
 def generator(ctx: CallContext) -> torch.Generator:
     """The call's generator lives on the call's device: a CPU generator would make the pipeline sample latents
     on the host and copy them over, a transfer that belongs to the harness and not to the pipeline."""
-    from pytest_nosync.devices import generator as device_generator
-
     return device_generator(ctx.device, ctx.seed)  # the emulated device has no torch.Generator of its own

@@ -14,10 +14,8 @@ LATENT_SIZE = 16
 
 
 def build_components() -> dict[str, Any]:
-    import diffusers
-
     transformer = seeded(
-        diffusers.FluxTransformer2DModel,
+        "FluxTransformer2DModel",
         **FLUX_DIT,
         joint_attention_dim=32,
         pooled_projection_dim=32,
@@ -25,7 +23,7 @@ def build_components() -> dict[str, Any]:
         axes_dims_rope=(4, 6, 6),  # sums to attention_head_dim, as (16, 56, 56) does for 128
     )
     vae = seeded(
-        diffusers.AutoencoderKL,
+        "AutoencoderKL",
         **FLUX_VAE,
         use_quant_conv=False,
         use_post_quant_conv=False,

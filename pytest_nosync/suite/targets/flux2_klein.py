@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_nosync.suite.targets._common import FLUX_DIT, FLUX_VAE, call, components, prompts, seeded
+from pytest_nosync.suite.targets._common import FLUX_DIT, FLUX_VAE, call, components, flow_match, prompts, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # The Klein pipeline pads the Qwen3 prompt to `max_sequence_length=512`, the empty negative prompt too.
@@ -14,10 +14,8 @@ LATENT_SIZE = 16
 
 
 def build_components() -> dict[str, Any]:
-    import diffusers
-
     transformer = seeded(
-        diffusers.Flux2Transformer2DModel,
+        "Flux2Transformer2DModel",
         **FLUX_DIT,
         # Klein stacks three Qwen3 hidden layers: 3 x 16 here, 3 x 4096 for the 9B.
         joint_attention_dim=48,
@@ -25,10 +23,8 @@ def build_components() -> dict[str, Any]:
         axes_dims_rope=(4, 4, 4, 4),
         guidance_embeds=False,  # the base model is not guidance-distilled
     )
-    vae = seeded(diffusers.AutoencoderKLFlux2, **FLUX_VAE)
-    scheduler = diffusers.FlowMatchEulerDiscreteScheduler(
-        num_train_timesteps=1000, shift=3.0, use_dynamic_shifting=True
-    )
+    vae = seeded("AutoencoderKLFlux2", **FLUX_VAE)
+    scheduler = flow_match(3.0)
     return components(scheduler, vae, transformer, is_distilled=False)
 
 

@@ -44,9 +44,8 @@ TEXT_LAYERS = 2
 
 
 def build_components() -> dict[str, Any]:
-    import diffusers
-
-    # Not exported at the top level: they ship in the LTX2Pipeline's own package, so that class implies them.
+    # Not exported at the top level: they ship in the LTX2Pipeline's own package, so that class implies them. Imported
+    # here, as diffusers_class imports diffusers: the registry is read where nothing is built.
     from diffusers.pipelines.ltx2 import LTX2TextConnectors
     from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
 
@@ -71,7 +70,7 @@ def build_components() -> dict[str, Any]:
     )
     # 4x4 patchification and one spatio-temporal downsampling: 8x in space, 2x in time (LTX-2: 32x, 8x).
     vae = seeded(
-        diffusers.AutoencoderKLLTX2Video,
+        "AutoencoderKLLTX2Video",
         in_channels=3,
         out_channels=3,
         latent_channels=8,
@@ -94,7 +93,7 @@ def build_components() -> dict[str, Any]:
     # Packed audio latents are latent_channels x mel_bins / 4 = 8 wide; the VAE's latent statistics are
     # `base_channels` long and must match that width.
     audio_vae = seeded(
-        diffusers.AutoencoderKLLTX2Audio,
+        "AutoencoderKLLTX2Audio",
         base_channels=8,
         output_channels=2,
         ch_mult=(1, 1, 1),
@@ -125,7 +124,7 @@ def build_components() -> dict[str, Any]:
         output_sampling_rate=16000,
     )
     transformer = seeded(
-        diffusers.LTX2VideoTransformer3DModel,
+        "LTX2VideoTransformer3DModel",
         in_channels=8,
         out_channels=8,
         patch_size=1,

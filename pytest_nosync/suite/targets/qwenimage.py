@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from PIL import Image
 
 from pytest_nosync.suite.targets._common import call, components, flow_match, randn, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
@@ -35,10 +36,8 @@ _EDIT_VAE = {"dim_mult": [1, 1, 1, 1, 1], "num_res_blocks": 0, "temperal_downsam
 
 
 def _components(zero_cond_t: bool) -> dict[str, Any]:
-    import diffusers
-
     transformer = seeded(
-        diffusers.QwenImageTransformer2DModel,
+        "QwenImageTransformer2DModel",
         patch_size=2,
         in_channels=16,  # 4 latent channels, packed 2x2
         out_channels=4,
@@ -51,7 +50,7 @@ def _components(zero_cond_t: bool) -> dict[str, Any]:
         **({"zero_cond_t": True} if zero_cond_t else {}),
     )
     vae = seeded(
-        diffusers.AutoencoderKLQwenImage,
+        "AutoencoderKLQwenImage",
         base_dim=2,
         z_dim=4,
         latents_mean=[0.0] * 4,
@@ -92,8 +91,6 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
 
 
 def edit_call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
-    from PIL import Image
-
     size = LATENT_SIZE * pipe.vae_scale_factor
     # The pipeline resizes any input image to about 1024x1024 before VAE-encoding it, whatever its size.
     image = Image.new("RGB", (size, size), (128, 96, 64))

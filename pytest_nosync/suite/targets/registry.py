@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from huggingface_hub import try_to_load_from_cache
+from huggingface_hub.errors import HFValidationError
 
 from pytest_nosync.suite.targets.base import Target
 from pytest_nosync.suite.targets.flux import FLUX
@@ -51,7 +53,7 @@ def checkpoint_problem(checkpoint: str) -> str | None:
 
 def missing_classes(target: Target) -> list[str]:
     """The diffusers classes the target needs that the installed diffusers lacks."""
-    import diffusers
+    import diffusers  # seconds: only a target about to be built pays it, not a run that only reads TARGETS
 
     return [name for name in (target.pipeline_class, *target.extra_classes) if not hasattr(diffusers, name)]
 
@@ -66,7 +68,7 @@ def build_pipeline(
     tiny build leaves out (text encoders, tokenizers: the call passes prompt embeddings) are left out of the
     checkpoint too, which also spares loading a multi-billion-parameter text encoder for nothing.
     """
-    import diffusers
+    import diffusers  # as in missing_classes: only a build pays diffusers' import
 
     missing = missing_classes(target)
     if missing:
@@ -121,9 +123,6 @@ def _from_checkpoint(target: Target, cls: Any, checkpoint: str, dtype: torch.dty
 
 
 def _in_hf_cache(repo_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-    from huggingface_hub.errors import HFValidationError
-
     try:
         return isinstance(try_to_load_from_cache(repo_id, "model_index.json"), str)
     except HFValidationError:  # not a valid repo id: a directory path that does not exist

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_nosync.suite.targets._common import call, components, prompts, seeded
+from pytest_nosync.suite.targets._common import call, components, diffusers_class, prompts, seeded
 from pytest_nosync.suite.targets.base import CallContext, Target
 
 # UMT5 prompts are padded to `max_sequence_length=512`, the negative prompt too.
@@ -16,10 +16,8 @@ LATENT_SIZE = 8
 
 
 def build_components() -> dict[str, Any]:
-    import diffusers
-
     transformer = seeded(
-        diffusers.WanTransformer3DModel,
+        "WanTransformer3DModel",
         patch_size=(1, 2, 2),
         num_attention_heads=2,
         attention_head_dim=16,  # RoPE splits it 8/4/4 over frames, rows and columns
@@ -35,7 +33,7 @@ def build_components() -> dict[str, Any]:
     )
     # Three spatial and two temporal downsamplings, as in the real Wan VAE (8x spatial, 4x temporal).
     vae = seeded(
-        diffusers.AutoencoderKLWan,
+        "AutoencoderKLWan",
         base_dim=4,
         z_dim=4,
         dim_mult=[1, 1, 1, 1],
@@ -45,7 +43,7 @@ def build_components() -> dict[str, Any]:
         latents_std=[1.0] * 4,
     )
     # The Wan2.1 scheduler config: UniPC in flow mode, shift 3.0 (the 480p value).
-    scheduler = diffusers.UniPCMultistepScheduler(
+    scheduler = diffusers_class("UniPCMultistepScheduler")(
         num_train_timesteps=1000,
         prediction_type="flow_prediction",
         use_flow_sigmas=True,
