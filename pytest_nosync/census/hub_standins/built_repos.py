@@ -70,7 +70,7 @@ def _building(lock: Path) -> Iterator[None]:
     """Hold `lock` (an exclusive lock on the file) for the block; where file locks do not exist, nothing is held and
     concurrent builds only repeat work."""
     try:
-        import fcntl
+        import fcntl  # an optional dependency: POSIX only
     except ImportError:  # Windows
         yield
         return

@@ -4,12 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .seeded import save_seeded_model
+from diffusers import (
+    AutoencoderKL,
+    ControlNetModel,
+    EulerDiscreteScheduler,
+    PNDMScheduler,
+    StableDiffusionPipeline,
+    StableDiffusionXLPipeline,
+    UNet2DConditionModel,
+    UNet2DModel,
+)
+from diffusers.pipelines.stable_diffusion.safety_checker import StableDiffusionSafetyChecker
+from transformers import (
+    CLIPConfig,
+    CLIPImageProcessor,
+    CLIPTextConfig,
+    CLIPTextModel,
+    CLIPTextModelWithProjection,
+    CLIPTokenizer,
+)
+
+from .seeded import save_seeded_model, seeded_model
+from .text_repos import CLIP_TEXT, CLIP_VISION, save_clip_tokenizer
 
 
 def _tiny_unet2d(**extra):
-    from diffusers import UNet2DModel
-
     return UNet2DModel(
         sample_size=32,
         in_channels=3,
@@ -30,25 +49,10 @@ def build_consistency_models_test(directory: Path) -> None:
 
 
 def _clip_text_config(**extra):
-    from transformers import CLIPTextConfig
-
-    return CLIPTextConfig(
-        bos_token_id=998,
-        eos_token_id=999,
-        pad_token_id=999,
-        hidden_size=32,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        vocab_size=1000,
-        max_position_embeddings=77,
-        **extra,
-    )
+    return CLIPTextConfig(**CLIP_TEXT, **extra)
 
 
 def _tiny_vae():
-    from diffusers import AutoencoderKL
-
     return AutoencoderKL(
         block_out_channels=(32, 64),
         in_channels=3,
@@ -73,45 +77,24 @@ def _sd_unet_kwargs(cross_attention_dim: int) -> dict:
     }
 
 
-def _seeded(make):
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        return make()
-
-
 def build_tiny_stable_diffusion(directory: Path) -> None:
     """A StableDiffusionPipeline of tiny parts: UNet (32/64 channels, cross-attention 32), VAE, CLIP text encoder
     (width 32, 1000 ids), the CLIP stand-in's tokenizer, PNDM, a tiny safety checker and its image processor."""
-    from diffusers import PNDMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from diffusers.pipelines.stable_diffusion.safety_checker import StableDiffusionSafetyChecker
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPTextModel, CLIPTokenizer
-
-    from .text_repos import save_clip_tokenizer
-
     save_clip_tokenizer(directory / "tokenizer")
     safety_config = CLIPConfig(
         text_config=_clip_text_config().to_dict(),
-        vision_config={
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "image_size": 30,
-            "patch_size": 2,
-        },
+        vision_config=dict(CLIP_VISION),
         projection_dim=32,
     )
     pipe = StableDiffusionPipeline(
-        unet=_seeded(lambda: UNet2DConditionModel(**_sd_unet_kwargs(32))),
-        vae=_seeded(_tiny_vae),
-        text_encoder=_seeded(lambda: CLIPTextModel(_clip_text_config())),
+        unet=seeded_model(lambda: UNet2DConditionModel(**_sd_unet_kwargs(32))),
+        vae=seeded_model(_tiny_vae),
+        text_encoder=seeded_model(lambda: CLIPTextModel(_clip_text_config())),
         tokenizer=CLIPTokenizer.from_pretrained(str(directory / "tokenizer")),
         scheduler=PNDMScheduler(
             beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", skip_prk_steps=True, steps_offset=1
         ),
-        safety_checker=_seeded(lambda: StableDiffusionSafetyChecker(safety_config)),
+        safety_checker=seeded_model(lambda: StableDiffusionSafetyChecker(safety_config)),
         feature_extractor=CLIPImageProcessor(crop_size={"height": 30, "width": 30}, size={"shortest_edge": 30}),
         requires_safety_checker=True,
     )
@@ -121,11 +104,6 @@ def build_tiny_stable_diffusion(directory: Path) -> None:
 def build_tiny_stable_diffusion_xl(directory: Path) -> None:
     """A StableDiffusionXLPipeline of tiny parts: a text-time UNet (cross-attention 64 = two CLIP text widths of 32),
     VAE, CLIPTextModel and CLIPTextModelWithProjection, the CLIP stand-in's tokenizer twice, Euler."""
-    from diffusers import EulerDiscreteScheduler, StableDiffusionXLPipeline, UNet2DConditionModel
-    from transformers import CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
-
-    from .text_repos import save_clip_tokenizer
-
     save_clip_tokenizer(directory / "tokenizer")
     save_clip_tokenizer(directory / "tokenizer_2")
     unet_kwargs = {
@@ -138,10 +116,10 @@ def build_tiny_stable_diffusion_xl(directory: Path) -> None:
         "projection_class_embeddings_input_dim": 6 * 8 + 32,  # six time ids of 8 + the pooled text width
     }
     pipe = StableDiffusionXLPipeline(
-        unet=_seeded(lambda: UNet2DConditionModel(**unet_kwargs)),
-        vae=_seeded(_tiny_vae),
-        text_encoder=_seeded(lambda: CLIPTextModel(_clip_text_config())),
-        text_encoder_2=_seeded(lambda: CLIPTextModelWithProjection(_clip_text_config(projection_dim=32))),
+        unet=seeded_model(lambda: UNet2DConditionModel(**unet_kwargs)),
+        vae=seeded_model(_tiny_vae),
+        text_encoder=seeded_model(lambda: CLIPTextModel(_clip_text_config())),
+        text_encoder_2=seeded_model(lambda: CLIPTextModelWithProjection(_clip_text_config(projection_dim=32))),
         tokenizer=CLIPTokenizer.from_pretrained(str(directory / "tokenizer")),
         tokenizer_2=CLIPTokenizer.from_pretrained(str(directory / "tokenizer_2")),
         scheduler=EulerDiscreteScheduler(
@@ -157,8 +135,6 @@ def build_tiny_stable_diffusion_xl(directory: Path) -> None:
 
 def build_tiny_controlnet(directory: Path) -> None:
     """A ControlNetModel matching the tiny Stable Diffusion UNet (32/64 channels, cross-attention 32)."""
-    from diffusers import ControlNetModel
-
     kwargs = {
         k: v for k, v in _sd_unet_kwargs(32).items() if k not in ("out_channels", "up_block_types", "sample_size")
     }

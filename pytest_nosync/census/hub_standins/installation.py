@@ -32,6 +32,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from huggingface_hub import constants
+
 from .built_repos import default_root, materialize
 from .reachability import hub_reachable
 from .registry import STANDINS
@@ -136,8 +138,6 @@ def install(
     installation = Installation()
     if not offline:
         return installation
-    from huggingface_hub import constants
-
     wanted = list(STANDINS) if repos is None else list(repos)
     unknown = [repo_id for repo_id in wanted if repo_id not in STANDINS]
     if unknown:

@@ -22,7 +22,7 @@ def hub_reachable(timeout_s: float = 1.5) -> bool:
     if offline_requested():
         return False
     try:
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # optional here: without it, the endpoint from the environment
 
         if constants.HF_HUB_OFFLINE:
             return False

@@ -8,11 +8,28 @@ Sizes follow what diffusers' dummy components build around them: the T5 and UMT5
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import torch
+from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig, ChatGLMModel
 from tokenizers import AddedToken
+from transformers import (
+    AutoConfig,
+    BertConfig,
+    BertModel,
+    CLIPConfig,
+    CLIPImageProcessor,
+    CLIPModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+    T5Config,
+    T5ForConditionalGeneration,
+    UMT5Config,
+    UMT5EncoderModel,
+)
 
 from .seeded import save_seeded_model
 from .tokenizer_builds import (
@@ -24,6 +41,7 @@ from .tokenizer_builds import (
     t5_unigram,
     xlm_roberta_unigram,
 )
+from .words import ASCII_CHARACTERS, COMMON_WORDS
 
 T5_WIDTH = 32
 T5_VOCAB_SIZE = 1000  # above the tokenizer's ids, as 32128 is above the real T5 tokenizer's 32100
@@ -34,6 +52,38 @@ CLIP_SPECIALS = {
     "eos_token": "<|endoftext|>",
     "unk_token": "<|endoftext|>",
     "pad_token": "<|endoftext|>",
+}
+
+# The tiny CLIP of diffusers' tests: its text model (1000 ids, 77 positions) and vision tower (30-pixel images).
+CLIP_TEXT = {
+    "vocab_size": 1000,
+    "hidden_size": 32,
+    "intermediate_size": 37,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 77,
+    "bos_token_id": 998,
+    "eos_token_id": 999,
+    "pad_token_id": 999,
+}
+CLIP_VISION = {
+    "hidden_size": 32,
+    "intermediate_size": 37,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "image_size": 30,
+    "patch_size": 2,
+}
+
+# RoBERTa's named tokens, which XLM-RoBERTa shares.
+ROBERTA_SPECIALS = {
+    "bos_token": "<s>",
+    "eos_token": "</s>",
+    "sep_token": "</s>",
+    "cls_token": "<s>",
+    "unk_token": "<unk>",
+    "pad_token": "<pad>",
+    "mask_token": "<mask>",
 }
 
 QWEN2_SPECIAL_IDS = {
@@ -85,8 +135,6 @@ LLAMA_CHAT_TEMPLATE = (
 
 def save_tokenizer_model_config(directory: Path, model_type: str, vocab_size: int) -> None:
     """The config.json of a tokenizer-only repository: transformers' AutoTokenizer reads the model type there."""
-    from transformers import AutoConfig
-
     config = AutoConfig.for_model(
         model_type,
         vocab_size=vocab_size,
@@ -112,8 +160,6 @@ def save_t5_tokenizer(directory: Path) -> None:
 
 
 def _t5_config(model_type: str = "t5"):
-    from transformers import T5Config, UMT5Config
-
     config_class = UMT5Config if model_type == "umt5" else T5Config
     return config_class(
         vocab_size=T5_VOCAB_SIZE,
@@ -134,15 +180,11 @@ def _t5_config(model_type: str = "t5"):
 
 def build_t5(directory: Path) -> None:
     """T5 config (d_model 32), a seeded T5ForConditionalGeneration (its encoder loads as T5EncoderModel), tokenizer."""
-    from transformers import T5ForConditionalGeneration
-
     save_seeded_model(lambda: T5ForConditionalGeneration(_t5_config()), directory)
     save_t5_tokenizer(directory)
 
 
 def build_umt5(directory: Path) -> None:
-    from transformers import UMT5EncoderModel
-
     save_seeded_model(lambda: UMT5EncoderModel(_t5_config("umt5")), directory)
     save_t5_tokenizer(directory)
 
@@ -155,30 +197,7 @@ def save_clip_tokenizer(directory: Path) -> None:
 
 def build_clip(directory: Path) -> None:
     """A tiny CLIPModel (text width 32, 1000 ids, 77 positions), its tokenizer and image processor."""
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
-
-    config = CLIPConfig(
-        text_config={
-            "vocab_size": 1000,
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "max_position_embeddings": 77,
-            "bos_token_id": 998,
-            "eos_token_id": 999,
-            "pad_token_id": 999,
-        },
-        vision_config={
-            "hidden_size": 32,
-            "intermediate_size": 37,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 4,
-            "image_size": 30,
-            "patch_size": 2,
-        },
-        projection_dim=64,
-    )
+    config = CLIPConfig(text_config=dict(CLIP_TEXT), vision_config=dict(CLIP_VISION), projection_dim=64)
     save_seeded_model(lambda: CLIPModel(config), directory)
     save_clip_tokenizer(directory)
     CLIPImageProcessor(crop_size={"height": 30, "width": 30}, size={"shortest_edge": 30}).save_pretrained(
@@ -188,8 +207,6 @@ def build_clip(directory: Path) -> None:
 
 def build_bert(directory: Path) -> None:
     """A tiny BertModel (width 32) and an uncased WordPiece tokenizer."""
-    from transformers import BertConfig, BertModel
-
     tok = bert_wordpiece()
     config = BertConfig(
         vocab_size=tok.get_vocab_size(),
@@ -223,15 +240,7 @@ def build_roberta_tokenizer(directory: Path) -> None:
         byte_level_bpe({}, style="roberta", specials_first=specials, vocab_size=1000),
         directory,
         tokenizer_class="RobertaTokenizer",
-        special_tokens={
-            "bos_token": "<s>",
-            "eos_token": "</s>",
-            "sep_token": "</s>",
-            "cls_token": "<s>",
-            "unk_token": "<unk>",
-            "pad_token": "<pad>",
-            "mask_token": "<mask>",
-        },
+        special_tokens=ROBERTA_SPECIALS,
         model_max_length=512,
     )
     save_tokenizer_model_config(directory, "roberta", vocab_size=1000)
@@ -315,8 +324,6 @@ def build_llama_tokenizer(directory: Path) -> None:
 
 def build_llama_causal_lm(directory: Path) -> None:
     """A LlamaForCausalLM of width 16 and 2 layers (HiDream's `caption_channels=[32, 16]`, `llama_layers=(0, 1)`)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     config = LlamaConfig(
         vocab_size=1000,
         hidden_size=16,
@@ -339,15 +346,7 @@ def build_mclip_tokenizer(directory: Path) -> None:
         xlm_roberta_unigram(),
         directory,
         tokenizer_class="XLMRobertaTokenizer",
-        special_tokens={
-            "bos_token": "<s>",
-            "eos_token": "</s>",
-            "sep_token": "</s>",
-            "cls_token": "<s>",
-            "unk_token": "<unk>",
-            "pad_token": "<pad>",
-            "mask_token": "<mask>",
-        },
+        special_tokens=ROBERTA_SPECIALS,
         model_max_length=512,
     )
     save_tokenizer_model_config(directory, "xlm-roberta", vocab_size=1005)
@@ -468,12 +467,7 @@ def build_chatglm3(directory: Path) -> None:
     """ChatGLM3 as Kolors loads it: diffusers' ChatGLMModel of width 8 (the Kolors tests' `cross_attention_dim=8`)
     and diffusers' ChatGLMTokenizer, which reads a SentencePiece model file: trained here, in memory, on the
     vocabulary of `words` (it needs the `sentencepiece` package, as ChatGLMTokenizer does)."""
-    import io
-
-    import sentencepiece as spm
-    from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig, ChatGLMModel
-
-    from .words import ASCII_CHARACTERS, COMMON_WORDS
+    import sentencepiece as spm  # an optional dependency: the stand-in is left out without it (`requires`)
 
     lines = [" ".join(COMMON_WORDS[i : i + 8]) for i in range(0, len(COMMON_WORDS), 8)] + [" ".join(ASCII_CHARACTERS)]
     model = io.BytesIO()
@@ -521,8 +515,6 @@ def build_chatglm3(directory: Path) -> None:
 def _initialized(model):
     """Fill every parameter from the (seeded) global generator: ChatGLM skips initializing its embedding and layers,
     which would leave whatever memory held, different in every build."""
-    import torch
-
     with torch.no_grad():
         for parameter in model.parameters():
             if parameter.dim() == 1:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
 
 from .words import ASCII_CHARACTERS, COMMON_WORDS, TEMPLATE_PUNCTUATION, TEMPLATE_WORDS
 
@@ -279,8 +280,6 @@ def save_tokenizer(
     For BPE vocabularies, vocab.json and merges.txt are written too (slow tokenizer classes of older transformers
     read those).
     """
-    from transformers import PreTrainedTokenizerFast
-
     directory.mkdir(parents=True, exist_ok=True)
     wrapper = PreTrainedTokenizerFast(
         tokenizer_object=tok,

@@ -15,13 +15,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import transformers
+from transformers import (
+    AutoTokenizer,
+    ClapFeatureExtractor,
+    DPTImageProcessor,
+    Gemma3Config,
+    Gemma3ForConditionalGeneration,
+    PixtralImageProcessor,
+    Qwen2VLConfig,
+    Qwen2VLForConditionalGeneration,
+    Qwen2VLImageProcessor,
+    SiglipImageProcessor,
+    SiglipVisionConfig,
+    SiglipVisionModel,
+)
+
 from .seeded import save_seeded_model
 from .text_repos import (
     GLM4_SPECIAL_IDS,
+    MISTRAL_CHAT_TEMPLATE,
     QWEN2_SPECIAL_IDS,
     QWEN_CHAT_TEMPLATE,
     save_gemma_tokenizer,
     save_glm4_tokenizer,
+    save_mistral_tokenizer,
     save_qwen2_tokenizer,
 )
 
@@ -65,8 +83,6 @@ def save_processor_files(
 
 def save_qwen_processor(directory: Path, *, processor_class: str, video_processor_type: str, patch_size: int) -> None:
     """A Qwen-VL processor: the Qwen2 tokenizer stand-in, image and video processors with `patch_size` pixels."""
-    from transformers import Qwen2VLImageProcessor
-
     save_qwen2_tokenizer(directory)
     patches = {"patch_size": patch_size, "merge_size": 2, "temporal_patch_size": 2}
     save_processor_files(
@@ -91,8 +107,6 @@ def _write_json(path: Path, content: dict) -> None:
 
 def build_qwen2_vl(directory: Path) -> None:
     """Qwen2VLForConditionalGeneration (text width 16, 2 layers, vision depth 2), tokenizer, processor files."""
-    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
-
     config = Qwen2VLConfig(
         text_config={
             "vocab_size": QWEN_VOCAB_SIZE,
@@ -129,6 +143,7 @@ def build_qwen2_vl(directory: Path) -> None:
 
 def build_qwen3_vl(directory: Path) -> None:
     """Qwen3VLForConditionalGeneration (text width 16, vision patch 16), Qwen2 tokenizer, Qwen3-VL processor."""
+    # transformers has Qwen3-VL since 4.57, later than the oldest it supports: an optional dependency, imported here
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
     config = Qwen3VLConfig(
@@ -170,8 +185,6 @@ def build_qwen3_vl(directory: Path) -> None:
 
 def build_gemma3(directory: Path) -> None:
     """Gemma3ForConditionalGeneration (text width 32, 2 layers; a 2-layer SigLIP tower) and a Gemma tokenizer."""
-    from transformers import AutoTokenizer, Gemma3Config, Gemma3ForConditionalGeneration
-
     save_gemma_tokenizer(directory)
     tokenizer = AutoTokenizer.from_pretrained(str(directory))
     config = Gemma3Config(
@@ -207,8 +220,6 @@ def build_gemma3(directory: Path) -> None:
 
 def build_siglip_vision(directory: Path) -> None:
     """A SiglipVisionModel of width 32 on 30-pixel images (FramePack's `image_proj_dim=32`) and its processor."""
-    from transformers import SiglipImageProcessor, SiglipVisionConfig, SiglipVisionModel
-
     config = SiglipVisionConfig(
         hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=30, patch_size=2
     )
@@ -218,25 +229,17 @@ def build_siglip_vision(directory: Path) -> None:
 
 def build_dpt_processor(directory: Path) -> None:
     """A DPT image processor for 32-pixel inputs (the depth tests build DPT with `image_size=32`)."""
-    from transformers import DPTImageProcessor
-
     DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(str(directory))
 
 
 def build_clap_feature_extractor(directory: Path) -> None:
     """A CLAP feature extractor with 8 mel bins (the AudioLDM2 tests' CLAP audio tower: `num_mel_bins=8`)."""
-    from transformers import ClapFeatureExtractor
-
     ClapFeatureExtractor(feature_size=8).save_pretrained(str(directory))
 
 
 def build_mistral_processor(directory: Path) -> None:
     """A Pixtral processor (Mistral Small 3.1's): the Mistral tokenizer stand-in, a Pixtral image processor for
     6-pixel patches (the Flux.2 tests' Pixtral tower), and Mistral's chat template."""
-    from transformers import PixtralImageProcessor
-
-    from .text_repos import MISTRAL_CHAT_TEMPLATE, save_mistral_tokenizer
-
     save_mistral_tokenizer(directory)
     save_processor_files(
         directory,
@@ -279,6 +282,7 @@ GLM_IMAGE_CHAT_TEMPLATE = (
 
 def glm_image_config():
     """A GlmImageConfig of the GLM-Image tests' sizes, with the real token ids (the config's defaults)."""
+    # an optional dependency: a transformers without GLM-Image leaves the stand-in out (its `requires`)
     from transformers import GlmImageConfig
 
     return GlmImageConfig(
@@ -310,8 +314,6 @@ def build_glm_image_processor(directory: Path) -> None:
     with GLM-Image's vision tokens and ids, and an image processor for the tests' vision tower (8-pixel patches, no
     temporal or spatial merging, as its patch embedding and `spatial_merge_size` 1 take them). A config.json of the
     tests' sizes goes with them: offline, AutoTokenizer fails without one in the subfolder it loads from."""
-    import transformers
-
     # The PIL backend where transformers has it: the torchvision one falls back to it, with a warning, without
     # torchvision.
     image_processor_class = getattr(transformers, "GlmImageImageProcessorPil", transformers.GlmImageImageProcessor)
