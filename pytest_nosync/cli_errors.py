@@ -45,3 +45,14 @@ def write(option: str, path: str, write: Callable[[], object]) -> None:
     except OSError as exc:
         where = f"{option}: " if option else ""
         raise UsageError(f"{where}could not write {path}: {exc.strerror or exc}") from None
+
+
+def write_json(option: str, path: str | None, content: object) -> None:
+    """Write `content` as JSON where `option` asked for it (nothing without a path)."""
+
+    def dump() -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(content, fh, indent=1)
+
+    if path:
+        write(option, path, dump)

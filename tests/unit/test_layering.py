@@ -44,7 +44,7 @@ AREAS = (
     ("census driving", ("census.testers", "census.building")),
     ("plugin", ("plugin",)),
     ("suite tests", ()),  # pytest_nosync/suite/test_*.py: collected by pytest, they use the plugin's fixtures
-    ("entry points", ("__init__", "__main__", "cli")),
+    ("entry points", ("__init__", "__main__", "cli", "cli_profile")),
 )
 RANK = {name: i for i, (name, _) in enumerate(AREAS)}
 PYTEST_AREAS = {"plugin", "suite tests"}
