@@ -45,6 +45,23 @@ from .text_repos import (
 
 QWEN_VOCAB_SIZE = 151936
 QWEN_IMAGE_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 256}
+# The Qwen-VL stand-ins' text model (16 wide, 2 layers) and the configs' vision token ids, at their real ids.
+QWEN_VL_TEXT = {
+    "vocab_size": QWEN_VOCAB_SIZE,
+    "hidden_size": 16,
+    "intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 1024,
+    "rope_theta": 1000000.0,
+}
+QWEN_VL_TOKENS = {
+    "image_token_id": QWEN2_SPECIAL_IDS["<|image_pad|>"],
+    "video_token_id": QWEN2_SPECIAL_IDS["<|video_pad|>"],
+    "vision_start_token_id": QWEN2_SPECIAL_IDS["<|vision_start|>"],
+    "vision_end_token_id": QWEN2_SPECIAL_IDS["<|vision_end|>"],
+}
 
 
 def save_processor_files(
@@ -109,15 +126,8 @@ def build_qwen2_vl(directory: Path) -> None:
     """Qwen2VLForConditionalGeneration (text width 16, 2 layers, vision depth 2), tokenizer, processor files."""
     config = Qwen2VLConfig(
         text_config={
-            "vocab_size": QWEN_VOCAB_SIZE,
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 2,
-            "max_position_embeddings": 1024,
+            **QWEN_VL_TEXT,
             "rope_scaling": {"type": "mrope", "rope_type": "default", "mrope_section": [1, 1, 2]},
-            "rope_theta": 1000000.0,
         },
         vision_config={
             "depth": 2,
@@ -129,10 +139,7 @@ def build_qwen2_vl(directory: Path) -> None:
             "spatial_merge_size": 2,
             "temporal_patch_size": 2,
         },
-        image_token_id=QWEN2_SPECIAL_IDS["<|image_pad|>"],
-        video_token_id=QWEN2_SPECIAL_IDS["<|video_pad|>"],
-        vision_start_token_id=QWEN2_SPECIAL_IDS["<|vision_start|>"],
-        vision_end_token_id=QWEN2_SPECIAL_IDS["<|vision_end|>"],
+        **QWEN_VL_TOKENS,
         tie_word_embeddings=True,
     )
     save_seeded_model(lambda: Qwen2VLForConditionalGeneration(config), directory)
@@ -148,16 +155,9 @@ def build_qwen3_vl(directory: Path) -> None:
 
     config = Qwen3VLConfig(
         text_config={
-            "vocab_size": QWEN_VOCAB_SIZE,
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "num_key_value_heads": 2,
+            **QWEN_VL_TEXT,
             "head_dim": 8,
-            "max_position_embeddings": 1024,
             "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True},
-            "rope_theta": 1000000.0,
         },
         vision_config={
             "depth": 2,
@@ -171,10 +171,7 @@ def build_qwen3_vl(directory: Path) -> None:
             "num_position_embeddings": 64,
             "deepstack_visual_indexes": [1],
         },
-        image_token_id=QWEN2_SPECIAL_IDS["<|image_pad|>"],
-        video_token_id=QWEN2_SPECIAL_IDS["<|video_pad|>"],
-        vision_start_token_id=QWEN2_SPECIAL_IDS["<|vision_start|>"],
-        vision_end_token_id=QWEN2_SPECIAL_IDS["<|vision_end|>"],
+        **QWEN_VL_TOKENS,
         tie_word_embeddings=True,
     )
     save_seeded_model(lambda: Qwen3VLForConditionalGeneration(config), directory)
