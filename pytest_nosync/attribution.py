@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dis
 import functools
 import inspect
 import itertools
@@ -256,8 +257,6 @@ def _expression_at(code: types.CodeType, lasti: int, lineno: int) -> tuple[str, 
 
 
 def _opname(code: types.CodeType, lasti: int) -> str:
-    import dis
-
     try:
         return dis.opname[code.co_code[lasti]]
     except IndexError:

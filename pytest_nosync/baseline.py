@@ -27,6 +27,9 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
 from . import source_identity
 from .findings import Finding, Kind, KnownMatch, Location, Report, Status
 from .policy import where_matches
@@ -95,9 +98,6 @@ class Entry:
         """Whether the entry's version range admits the installed diffusers (development versions included)."""
         if not self.diffusers or diffusers_version is None:
             return True
-        from packaging.specifiers import SpecifierSet
-        from packaging.version import Version
-
         return SpecifierSet(self.diffusers).contains(Version(diffusers_version), prereleases=True)
 
     def matches(self, finding: Finding) -> bool:
@@ -335,8 +335,6 @@ def _entry(path: str, i: int, item: Any) -> Entry:
         raise BaselineError(f"baseline {path}: entry {i} needs a 'file' and its 'code' (or a schema-1 'where')")
     entry = Entry(**item)
     if entry.diffusers:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
         try:
             SpecifierSet(entry.diffusers)
         except InvalidSpecifier:
@@ -352,8 +350,6 @@ def default_range(diffusers_version: str | None) -> str:
     """The range a new entry gets: from this release on (a development version counts as its own release)."""
     if not diffusers_version:
         return ""
-    from packaging.version import Version
-
     v = Version(diffusers_version)
     return f">={v}" if v.is_prerelease or v.is_devrelease else f">={v.major}.{v.minor}"
 

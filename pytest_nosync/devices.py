@@ -13,7 +13,9 @@ from typing import Any
 
 import torch
 
+from . import emulation
 from .checks import Placement, placement
+from .emulation import cuda_map, tensor
 from .findings import BACKENDS
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
@@ -31,6 +33,20 @@ def cuda_available() -> bool:
     return _cuda_is_available()
 
 
+def cuda_device_count() -> int:
+    return torch.cuda.device_count()
+
+
+def plain_device() -> torch.device:
+    """Where a test runs without checking: cuda where a GPU is visible, else the CPU."""
+    return torch.device("cuda" if cuda_available() else "cpu")
+
+
+def plain_dtype() -> torch.dtype:
+    """The dtype a test runs in without checking: bfloat16 where a GPU is visible, else float32."""
+    return torch.bfloat16 if cuda_available() else torch.float32
+
+
 def resolve(name: str, syncs: bool = True) -> str:
     """'auto' → 'cuda' when a CUDA device is visible, else 'emulate'. With syncs=False the sync machinery
     need not exist (allocation and host checks run anywhere)."""
@@ -44,9 +60,7 @@ def resolve(name: str, syncs: bool = True) -> str:
             "or choose CPU emulation with `--nosync-backend emulate`"
         )
     if syncs and name == "emulate":
-        from .emulation import unavailable_reason
-
-        reason = unavailable_reason()
+        reason = emulation.unavailable_reason()
         if reason is not None:
             raise BackendUnavailable(f"CPU emulation is not available: {reason}")
     return name
@@ -56,18 +70,14 @@ def execution_device(backend: str = "auto") -> torch.device:
     """The device a pipeline runs on under `backend` ('auto' resolved first): cuda, or the emulated device."""
     if resolve(backend) == "cuda":
         return torch.device("cuda")
-    from .emulation import install
-
-    return install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
+    return emulation.install()  # creates the stand-in device on first use (see pytest_nosync.emulation.device)
 
 
 def map_cuda(checks: Iterable[str]) -> Callable[[], None] | None:
     """Send CUDA-written code (`.to("cuda")`, `device="cuda"`, `torch.cuda.*`) to the emulated device for a block of
     `checks` (emulation.cuda_map) until the returned callable undoes it. None, and CUDA left alone, where a mapping
     is in place already (the plugin's, for its run: it decides) or the emulation cannot be installed here."""
-    from .emulation import cuda_map, unavailable_reason
-
-    if cuda_map.active() or unavailable_reason() is not None:
+    if cuda_map.active() or emulation.unavailable_reason() is not None:
         return None
     return cuda_map.install(for_checks(execution_device("emulate"), checks))
 
@@ -75,9 +85,7 @@ def map_cuda(checks: Iterable[str]) -> Callable[[], None] | None:
 def for_checks(device: torch.device, checks: Iterable[str]) -> torch.device:
     """Where a block of `checks` runs when the backend's device is `device`: the plain CPU under the emulation when
     every check runs there (checks.Placement: dynamo cannot trace the stand-in's tensors), else `device`."""
-    from .emulation import is_emulated
-
-    if is_emulated(device) and placement(checks) is Placement.PLAIN_CPU:
+    if emulation.is_emulated(device) and placement(checks) is Placement.PLAIN_CPU:
         return torch.device("cpu")
     return device
 
@@ -86,8 +94,6 @@ def allocated_bytes(backend: str) -> int:
     """Bytes of device memory in use now: CUDA's caching allocator, or the emulated device's live storages."""
     if backend == "cuda":
         return _cuda_stat("allocated_bytes", "current")
-    from .emulation import tensor
-
     return tensor.memory.allocated
 
 
@@ -95,8 +101,6 @@ def peak_bytes(backend: str) -> int:
     """The most bytes of device memory in use at once since the last `reset_peak` (host-side figures: no sync)."""
     if backend == "cuda":
         return _cuda_stat("allocated_bytes", "peak")
-    from .emulation import tensor
-
     return tensor.memory.peak
 
 
@@ -104,8 +108,6 @@ def reset_peak(backend: str) -> None:
     if backend == "cuda":
         torch.cuda.reset_peak_memory_stats()
         return
-    from .emulation import tensor
-
     tensor.memory.reset_peak()
 
 
@@ -232,8 +234,6 @@ def allocations(backend: str) -> int:
     """Device allocations made so far (a counter): nearly every device op allocates its output."""
     if backend == "cuda":
         return _cuda_stat("allocation", "allocated")
-    from .emulation import tensor
-
     return tensor.memory.count
 
 
@@ -247,11 +247,7 @@ def _cuda_stat(name: str, field: str) -> int:
 def generator(device: torch.device | str, seed: int) -> torch.Generator:
     """A seeded generator on `device`. The emulated device cannot have a torch.Generator of its own, so it
     gets a CPU generator that reports the emulated device (diffusers samples where the generator is)."""
-    from .emulation import DEVICE_TYPE
-
     kind = device.type if isinstance(device, torch.device) else str(device).split(":")[0]
-    if kind == DEVICE_TYPE:
-        from .emulation import generator as emulated_generator
-
-        return emulated_generator(seed)
+    if kind == emulation.DEVICE_TYPE:
+        return emulation.generator(seed)
     return torch.Generator(device=device).manual_seed(seed)

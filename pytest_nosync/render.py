@@ -7,6 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .findings import SYNC_KINDS, Finding, Kind, Location, Phase, Report, Status
+from .profiling.diagnose import TraceDiagnosis
+from .profiling.render import render_diagnosis
+from .step_cost import summary
 
 _SITE = os.sep + "site-packages" + os.sep
 
@@ -169,9 +172,6 @@ def trace_lines(report: Report) -> list[str]:
     if report.artifacts.get("trace"):
         lines.append(f"trace: {report.artifacts['trace']} (open it in Perfetto)")
     if report.metrics.get("diagnosis"):
-        from .profiling.diagnose import TraceDiagnosis
-        from .profiling.render import render_diagnosis
-
         lines.append(render_diagnosis(TraceDiagnosis.from_dict(report.metrics["diagnosis"])))
     return lines
 
@@ -221,8 +221,6 @@ _UNITS = "  (host ms: outside the denoiser's forward; device ms: CUDA events, GP
 
 
 def _suite_table(rows: list[Report]) -> list[str]:
-    from .step_cost import summary
-
     if not rows:
         return []
     first = rows[0].metrics["step_metrics"]
@@ -243,8 +241,6 @@ def _suite_table(rows: list[Report]) -> list[str]:
 def _guard_table(rows: list[Report]) -> list[str]:
     """Guarded tests' step metrics: named by test (they have no target), over every step they ran (a marked body
     without a pipeline is one step, and no step is a warm-up to leave out)."""
-    from .step_cost import summary
-
     if not rows:
         return []
     names = {id(r): r.test_id + (f" [{r.target}]" if r.target else "") for r in rows}

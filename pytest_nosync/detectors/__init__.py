@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from ..checks import CHECKS
 from ..guard_options import GuardOptions
 from .base import Detector
+from .tracer import TraceDetector
 
 
 def detectors_for(options: GuardOptions, extra: Iterable[Detector] = ()) -> list[Detector]:
@@ -30,8 +31,6 @@ def detectors_for(options: GuardOptions, extra: Iterable[Detector] = ()) -> list
     built.extend(extra)
     readers = [d for d in built if d.uses_profiler]
     if options.traces or readers:
-        from .tracer import TraceDetector
-
         # first: disarmed last, once the sync detectors are off (stopping the profiler synchronizes)
         built.insert(0, TraceDetector(options, readers))
     return built

@@ -81,7 +81,7 @@ class CudaGraphsDetector(Detector):
             original = getattr(module, _LOG, None)
             if original is not None:
                 self._patches.setattr(module, _LOG, self._noting(original))
-        from torch._inductor import scheduler
+        from torch._inductor import scheduler  # as torch itself: inductor's import (seconds) where it compiles
 
         if hasattr(scheduler.Scheduler, "should_partition"):
             self._patches.setattr(scheduler.Scheduler, "should_partition",
@@ -142,7 +142,7 @@ class CudaGraphsDetector(Detector):
                     config.close()
         finally:
             torch._dynamo.reset()  # no compiled code, graphs or cache entries left behind for later tests
-            from torch._inductor import cudagraph_trees
+            from torch._inductor import cudagraph_trees  # inductor's, as in _install: only where it compiled
 
             cudagraph_trees.reset_cudagraph_trees()
 

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from .. import devices
+from ..emulation import install, tensor
 from ..findings import SYNC_KINDS, Finding, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
@@ -50,8 +51,6 @@ class DeviceWorkDetector(Detector):
     def _count(self) -> int:
         if self.options.backend == "cuda":
             return devices.allocations("cuda")
-        from ..emulation import tensor
-
         return tensor.ops_run[0]
 
     @property
@@ -77,8 +76,6 @@ class DeviceWorkDetector(Detector):
 def _device(backend: str) -> torch.device:
     if backend == "cuda":
         return torch.device("cuda")
-    from ..emulation import install
-
     return install()
 
 

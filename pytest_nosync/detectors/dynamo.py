@@ -19,8 +19,9 @@ import re
 from typing import Any
 
 import torch
+from torch._dynamo.utils import counters
 
-from ..emulation import cuda_map
+from ..emulation import cuda_map, is_emulated
 from ..emulation import device as emulated_device
 from ..findings import Finding, Frame, Kind, Report
 from ..guard_options import GuardOptions
@@ -221,8 +222,6 @@ class _LimitLog(logging.Filter):
 
 
 def _limits_counted() -> int:
-    from torch._dynamo.utils import counters
-
     return sum(n for msg, n in counters["unimplemented"].items() if _LIMIT_EVENT.match(msg))
 
 
@@ -232,8 +231,6 @@ def _checks(options: GuardOptions) -> list[str]:
 
 def _check_traceable(module: torch.nn.Module) -> None:
     """Dynamo cannot trace the emulated device's wrapper tensors (it would trace the emulation itself)."""
-    from ..emulation import is_emulated
-
     first = next(iter(module.parameters()), None)
     if first is not None and is_emulated(first):
         raise CannotCheck(

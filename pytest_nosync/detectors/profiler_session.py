@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile, schedule
 
 from .. import devices
 from ..profiling.config import ProfilerOptions
@@ -42,8 +43,6 @@ class ProfilerSession:
         self._running = False
 
     def start(self) -> None:
-        from torch.profiler import ProfilerActivity, profile, schedule
-
         if torch._C._autograd._profiler_enabled():
             raise ProfilerBusy("another torch.profiler session is running: this block is not traced")
         activities = [ProfilerActivity.CPU]

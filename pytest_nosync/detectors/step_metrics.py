@@ -25,6 +25,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
 from .. import attribution, devices, source_identity
+from ..emulation import DEVICE_TYPE
 from ..findings import Location, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
@@ -139,8 +140,9 @@ def _flex_rule() -> Any:
     dispatch mode only where it has one): counted as one op, as the dispatcher sees it, and run with the mode popped
     (the dispatcher pops it for the rule). None where this torch has no such operator or switch."""
     try:
+        # an optional dependency: a torch without FlexAttention's operator has nothing to count
         from torch._higher_order_ops.flex_attention import flex_attention
-        from torch.nn.attention import flex_attention as public
+        from torch.nn.attention import flex_attention as public  # optional, as above
     except ImportError:
         return None
     if not hasattr(public, _FLEX_EAGER_SWITCH):
@@ -179,8 +181,6 @@ class OpCounter(Detector):
         if self.options.backend == "cuda":
             self.device_type = "cuda"
         else:
-            from ..emulation import DEVICE_TYPE
-
             self.device_type = DEVICE_TYPE
         if self.first <= 0:
             self._count(True)

@@ -9,22 +9,19 @@ from __future__ import annotations
 
 from ..guard_options import GuardOptions
 from .base import Detector
+from .cuda_sync import CudaSyncDetector
 from .device_work import DeviceWorkDetector
+from .emulated import EmulatedSyncDetector
 from .explicit_sync import ExplicitSyncDetector
+from .profiler_sync import ProfilerSyncDetector
 
 
 def detectors(options: GuardOptions) -> list[Detector]:
     # first: it refuses a pipeline that is not on the backend's device before anything is armed
     found: list[Detector] = [DeviceWorkDetector(options), ExplicitSyncDetector(options)]
     if options.backend == "cuda":
-        from .cuda_sync import CudaSyncDetector
-
         found.append(CudaSyncDetector(options))
         if options.profile:
-            from .profiler_sync import ProfilerSyncDetector
-
             found.append(ProfilerSyncDetector(options))
         return found
-    from .emulated import EmulatedSyncDetector
-
     return [*found, EmulatedSyncDetector(options)]
