@@ -125,12 +125,12 @@ STATES = {Verdict.RAISED: "raised", Verdict.NOT_CHECKED: "not checked", Verdict.
 def plot(data: ScenarioMap, path: str, title: str) -> None:
     """The heat map, written to `path` (PNG, SVG or PDF by its suffix): counts on a log scale (zero the lightest), the
     cells without a verdict grey with their state. Needs matplotlib (`pip install 'pytest-nosync[plot]'`)."""
-    import matplotlib
+    import matplotlib  # an optional dependency: pytest-nosync[plot]
 
     matplotlib.use("Agg")  # no display needed
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.colors import SymLogNorm
+    import matplotlib.pyplot as plt  # optional, as above
+    import numpy as np  # imported by matplotlib anyway: the census's other outputs start without it
+    from matplotlib.colors import SymLogNorm  # optional, as above
 
     counts = np.full((len(data.pipelines), len(data.scenarios)), np.nan)
     for (pipeline, scenario), cell in data.cells.items():

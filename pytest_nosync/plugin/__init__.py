@@ -56,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if given:  # an option that would change nothing must not look as if it did
             raise pytest.UsageError(f"{given[0]} was given without --nosync, which turns checking on: add --nosync")
         return
-    from .start import start
+    from .start import start  # plugin cheap when off: a checking run's session and all it imports
 
     config.stash[SESSION] = start(config)
 
@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if SESSION in item.config.stash or item.get_closest_marker("gpu") is None:
         return  # a checking run's session decides where gpu tests run
-    from .. import devices  # imports torch: only for a test marked gpu
+    from .. import devices  # plugin cheap when off: torch only for a test marked gpu
 
     if not devices.cuda_available():
         pytest.skip(
@@ -122,7 +122,7 @@ class NotRun:
     def pytest_terminal_summary(self, terminalreporter: Any, config: pytest.Config) -> None:
         if not self.skipped:
             return
-        from .xdist import Role, role
+        from .xdist import Role, role  # plugin cheap when off: only a run that skipped a check asks
 
         if role(config) is Role.WORKER:  # a worker's results reach its controller, which says it
             return
@@ -147,7 +147,7 @@ def _session(request: pytest.FixtureRequest) -> NosyncSession:
 @pytest.fixture
 def nosync(request: pytest.FixtureRequest) -> NosyncFixture:
     """Guard blocks of the test and mark steps (see plugin.fixture.NosyncFixture); disarmed without --nosync."""
-    from .fixture import NosyncFixture
+    from .fixture import NosyncFixture  # plugin cheap when off: only a test that takes the fixture
 
     return NosyncFixture(request.node, request.config.stash.get(SESSION, None))
 
@@ -157,14 +157,12 @@ def nosync_device(request: pytest.FixtureRequest) -> torch.device:
     """The device of the run's backend (cuda, or the emulated device), for tests written once for both; without
     --nosync, cuda where a GPU is visible and the CPU elsewhere. One for the whole run, so that a module- or
     session-scoped fixture (a pipeline built once) may take it."""
-    from .. import devices
+    from .. import devices  # plugin cheap when off: torch only for a test that takes the device
 
     session = request.config.stash.get(SESSION, None)
     if session is not None:
         return devices.execution_device(session.settings.backend)
-    import torch
-
-    return torch.device("cuda" if devices.cuda_available() else "cpu")
+    return devices.plain_device()
 
 
 @pytest.fixture(scope="session")
@@ -172,14 +170,12 @@ def nosync_dtype(request: pytest.FixtureRequest) -> torch.dtype:
     """The dtype the run's pipelines run in (`--nosync-dtype`; else bfloat16 on CUDA, float32 emulated), for a
     pipeline fixture that builds as users run: it follows the option as the suite's targets do. Without --nosync,
     bfloat16 where a GPU is visible and float32 elsewhere."""
-    import torch
-
-    from .. import devices
-
     session = request.config.stash.get(SESSION, None)
     if session is not None:
         return session.suite.call_context.dtype
-    return torch.bfloat16 if devices.cuda_available() else torch.float32
+    from .. import devices  # plugin cheap when off: torch only for a test that takes the dtype
+
+    return devices.plain_dtype()
 
 
 @pytest.fixture
@@ -192,7 +188,7 @@ def nosync_target(request: pytest.FixtureRequest) -> Target:
 def nosync_scenario(request: pytest.FixtureRequest) -> Scenario:
     """The scenario the test checks its pipeline with (pytest_nosync.scenarios): one of --nosync-scenarios for the
     suite's checks, plain where the test is not parametrized by it."""
-    from ..scenarios import PLAIN, SCENARIOS
+    from ..scenarios import PLAIN, SCENARIOS  # plugin cheap when off: the scenarios for a test that asks
 
     return getattr(request, "param", None) or SCENARIOS[PLAIN]
 
@@ -208,7 +204,7 @@ def nosync_pipeline(request: pytest.FixtureRequest, nosync_target: Target, nosyn
     """The target's pipeline on the suite's device and dtype, with the test's scenario on, built once per session (a
     scenario that does not apply skips the test; one that raised leaves the pipeline as it was, and the checks report
     the raise). The test runs inside what the scenario's calls need (an attention backend's process-wide default)."""
-    from ..suite.scenarios import calls_context
+    from ..suite.scenarios import calls_context  # plugin cheap when off: diffusers for a test that asks
 
     suite = _session(request).suite
     ctx = suite.call_context
@@ -243,7 +239,7 @@ def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[st
 
         regressions.unipc_case(config, device, **nosync_guard_kwargs("regression:unipc", "UniPCMultistepScheduler"))
     """
-    from ..ids import plain_nodeid
+    from ..ids import plain_nodeid  # plugin cheap when off: only a test that takes the fixture
 
     session = _session(request)
 
@@ -256,6 +252,7 @@ def nosync_guard_kwargs(request: pytest.FixtureRequest) -> Callable[..., dict[st
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own answer (the CPU count)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    from . import xdist  # asked before any plugin's configure: there is no session yet
+    # plugin cheap when off: xdist's helpers only for `-n auto`, asked before any configure (no session yet)
+    from . import xdist
 
     return xdist.auto_workers(config)

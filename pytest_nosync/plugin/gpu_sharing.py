@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from .xdist import visible_gpus
+
 CONTROL = "nvidia-cuda-mps-control"
 PIPE_VAR, LOG_VAR = "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"
 DEFAULT_PIPE_DIRECTORY = Path("/tmp/nvidia-mps")  # the daemon's, when started without CUDA_MPS_PIPE_DIRECTORY
@@ -120,8 +122,6 @@ class GpuSharing:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's sessionstart starts the workers, and before the header
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from .xdist import visible_gpus
-
         workers = session.config.getoption("numprocesses", default=None)
         if self.share_gpus and isinstance(workers, int):
             self.sharing = share(workers, len(visible_gpus()), self.mode)

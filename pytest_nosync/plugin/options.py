@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..checks import CHECKS, SUITE_CHECKS, UnknownCheck, lookup
+from ..checks import CHECKS, PIPELINE_CHECKS, SUITE_CHECKS, UnknownCheck, lookup
 from ..findings import BACKENDS, Mode
 from ..profiling.config import (
     DEFAULT_DIR,
@@ -97,8 +97,6 @@ def check_names(raw: Any) -> tuple[str, ...]:
 
 def pipeline_checks(raw: Any) -> tuple[str, ...]:
     """Checks the suite and the census run on every pipeline: those they run by default, and the opt-in ones."""
-    from ..checks import PIPELINE_CHECKS
-
     names = name_list(raw) if isinstance(raw, str) else tuple(raw)
     unknown = [n for n in names if n not in PIPELINE_CHECKS]
     if unknown or not names:
@@ -108,7 +106,7 @@ def pipeline_checks(raw: Any) -> tuple[str, ...]:
 
 def scenario_list(raw: Any) -> tuple[Any, ...]:
     """`NAME[:KEY=VALUE...][,NAME...]` or `all` (pytest_nosync.scenarios), or a marker's list of the same."""
-    from ..scenarios import UnknownScenario, parse
+    from ..scenarios import UnknownScenario, parse  # plugin cheap when off: only a scenario asked for loads them
 
     if not isinstance(raw, (str, list, tuple)):
         raise ValueError(f"must be scenario names (a comma-separated string or a list), got {raw!r}")
@@ -119,7 +117,7 @@ def scenario_list(raw: Any) -> tuple[Any, ...]:
 
 
 def allow_list(raw: Any) -> tuple:
-    from ..policy import parse_allow
+    from ..policy import parse_allow  # plugin cheap when off: only an allow-list given loads the policy
 
     if isinstance(raw, (str, dict)) or not isinstance(raw, (tuple, list)):
         raise ValueError(f"must be a list of (pattern, reason) pairs, got {raw!r}")
@@ -151,7 +149,7 @@ def dtype_name(raw: Any) -> str:
 
 
 def device_name(raw: Any) -> str:
-    import torch
+    import torch  # plugin cheap when off: only a device given imports torch
 
     try:
         torch.device(str(raw))
@@ -171,7 +169,7 @@ def checkpoints(raw: Any) -> dict[str, str]:
 
 
 def tolerances(raw: Any) -> dict[str, Tolerance]:
-    from ..step_cost import parse_tolerances
+    from ..step_cost import parse_tolerances  # plugin cheap when off: only tolerances given load step_cost
 
     return parse_tolerances([raw] if isinstance(raw, str) else list(raw))
 
@@ -478,7 +476,7 @@ def resolve(settings: Settings, marker: Mapping[str, Any], **fixed: Any) -> Guar
             values[row.name] = mark
         elif ini is not MISSING:
             values[row.name] = ini
-    from ..guard_options import GuardOptions
+    from ..guard_options import GuardOptions  # plugin cheap when off: only a checking run resolves a test's
 
     return GuardOptions(**{**values, **fixed})
 
@@ -505,7 +503,7 @@ _TRACE_DEFAULTS = {"trace": "on-failure", "trace_gzip": "off", "trace_shapes": "
 
 
 def _default(row: Option) -> str:
-    from ..guard_options import GuardOptions
+    from ..guard_options import GuardOptions  # plugin cheap when off: only the reference page reads its defaults
 
     if row.name in _TRACE_DEFAULTS:  # the trace rows fill one TraceConfig (Settings.trace): each said as it is written
         return _TRACE_DEFAULTS[row.name]

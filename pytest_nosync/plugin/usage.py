@@ -13,8 +13,10 @@ import pytest
 from .. import baseline, ids, run_report
 from ..checks import lookup
 from ..profiling import export
+from ..scenarios import SCENARIOS
 from ..suite import SHIPPED_BASELINE, SUITE_DIR
 from .options import Settings
+from .xdist import BASELINE_KEY
 
 
 def resolve_backend(settings: Settings, controllers: str | None = None) -> str:
@@ -24,7 +26,7 @@ def resolve_backend(settings: Settings, controllers: str | None = None) -> str:
     An xdist worker takes the backend its controller resolved (`controllers`): a worker that cannot reach the GPU it
     was given (a CUDA_VISIBLE_DEVICES entry its driver does not know) must fail the run, not emulate under a header
     that says cuda."""
-    from .. import devices  # imports torch: only a run that checks gets here
+    from .. import devices  # a usage error stays quick: torch is imported once the options passed
 
     try:
         return devices.resolve(controllers or settings.backend)
@@ -43,7 +45,8 @@ def resolve_backend(settings: Settings, controllers: str | None = None) -> str:
 def check_targets(settings: Settings) -> None:
     """Target names in --nosync-targets and --nosync-checkpoint exist; each checkpoint asked for can be found."""
     if not settings.targets and not settings.checkpoint:
-        return  # the registry imports torch and diffusers' model code: not for a run that names no target
+        return
+    # a usage error stays quick: the registry imports torch, only for a run that names a target
     from ..suite.targets.registry import UnknownTarget, checkpoint_problem, lookup
 
     for option, names in (("--nosync-targets", settings.targets), ("--nosync-checkpoint", tuple(settings.checkpoint))):
@@ -118,8 +121,6 @@ def load_baseline(config: pytest.Config, settings: Settings) -> baseline.Baselin
     """The baseline that judges the run: --nosync-baseline (or its ini key); else, for the built-in suite from any
     checkout (--nosync-suite), the one pytest-nosync ships with it; `none` turns it off. An xdist worker takes the
     one its controller resolved."""
-    from .xdist import BASELINE_KEY
-
     path = getattr(config, "workerinput", {}).get(BASELINE_KEY) or settings.baseline  # a worker: its controller's
     if path == "none":
         return None
@@ -157,8 +158,6 @@ def check_scenarios(settings: Settings) -> None:
     """Scenarios named one by one can run here: a backend this machine cannot run (a CUDA-only feature under the
     emulation, an attention backend whose package is not installed) is one sentence before anything runs. With
     `all`, each scenario that cannot is counted as not applicable instead."""
-    from ..scenarios import SCENARIOS
-
     named = settings.scenarios
     if not named or {s.name for s in named} == set(SCENARIOS):
         return
@@ -169,6 +168,7 @@ def check_scenarios(settings: Settings) -> None:
                 f"--nosync-scenarios: {scenario.name} cannot run with the {backend} backend: {scenario.cuda_only}"
             )
         if scenario.feature == "attention_backend":
+            # diffusers, seconds of imports: only a run naming an attention backend pays them here
             from diffusers.models.attention_dispatch import AttentionBackendName, _check_attention_backend_requirements
 
             try:
@@ -185,9 +185,9 @@ def check_dtype(settings: Settings) -> None:
     refuses the dtype (a few ops in it, once)."""
     if not settings.dtype:
         return
-    import torch
+    import torch  # a usage error stays quick: torch only for a run that names a dtype
 
-    from .. import devices
+    from .. import devices  # torch's, as above
 
     dtype = getattr(torch, settings.dtype)
     device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
@@ -230,7 +230,7 @@ def check_outputs(settings: Settings) -> None:
         except OSError as exc:
             raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
     if trace.nsys:
-        from .. import devices  # imports torch: only a run that asks for nsys gets here
+        from .. import devices  # a usage error stays quick: torch only for a run that asks for nsys
 
         if not devices.cuda_available():
             raise pytest.UsageError(

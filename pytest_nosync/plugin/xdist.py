@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from .. import ids
+from .options import checking
 
 
 class Role(Enum):
@@ -48,11 +49,9 @@ def visible_gpus() -> list[str]:
     listed = os.environ.get(GPU_VARIABLE)
     if listed is not None:
         return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
-    import torch
+    from .. import devices  # plugin cheap when off: torch only where GPUs are counted
 
-    from .. import devices
-
-    return [str(i) for i in range(torch.cuda.device_count())] if devices.cuda_available() else []
+    return [str(i) for i in range(devices.cuda_device_count())] if devices.cuda_available() else []
 
 
 def gpu_for_worker(worker_index: int, gpus: list[str], share: bool) -> str:
@@ -71,7 +70,7 @@ def pin_specs(specs: list[Any], share: bool, renumbered: bool = False) -> None:
     (execnet's `env:` spec, applied before pytest starts there). A worker's own configure hook is too late: conftests
     load before it, and diffusers' tests/conftest.py asks torch.cuda.is_available() on import, which initialises CUDA
     with every GPU visible, so that every worker ran on the first GPU. A spec that names the variable is the user's."""
-    import execnet
+    import execnet  # an optional dependency: pytest-xdist's, only where xdist starts workers
 
     gpus = visible_gpus()
     if renumbered:  # an MPS daemon started under CUDA_VISIBLE_DEVICES shows its clients those GPUs as 0, 1, ...
@@ -92,7 +91,7 @@ def share_cores(config: pytest.Config) -> int | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None or os.environ.get("OMP_NUM_THREADS"):
         return None
-    import torch
+    import torch  # plugin cheap when off: only an xdist worker of a checking run sets its threads
 
     threads = max(1, (os.cpu_count() or 1) // max(1, int(workerinput.get("workercount", 1))))
     torch.set_num_threads(threads)
@@ -104,8 +103,6 @@ def auto_workers(config: pytest.Config) -> int | None:
     """`-n auto` with --nosync on a GPU machine: one worker per visible GPU, and none (the run stays in this process)
     with a single GPU: one worker would add its start-up and lose the graph helpers, which xdist runs do not use.
     (Asked before the plugins' configure, so before there is a session.)"""
-    from .options import checking
-
     if not checking(config):
         return None
     gpus = len(visible_gpus())
@@ -167,7 +164,7 @@ def group_of(nodeid: str, targets: Collection[str]) -> str:
 
 def make_scheduler(config: pytest.Config, log: Any, targets: Collection[str]) -> Any:
     """xdist's loadgroup scheduler, its units given by `group_of`."""
-    from xdist.scheduler import LoadGroupScheduling
+    from xdist.scheduler import LoadGroupScheduling  # an optional dependency: pytest-xdist
 
     class Groups(LoadGroupScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
