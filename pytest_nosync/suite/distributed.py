@@ -19,8 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.distributed as dist
 
 from ..findings import Report
+from ..guard_options import GuardOptions
+from .guarded_call import guarded_call
+from .targets.base import CallContext
+from .targets.registry import TARGETS, build_pipeline
 
 RANK_REPORT = "rank{rank}.json"
 
@@ -28,7 +33,7 @@ RANK_REPORT = "rank{rank}.json"
 def context_parallel_unavailable() -> str | None:
     """Why context parallelism cannot be checked with the installed diffusers, or None."""
     try:
-        import diffusers
+        import diffusers  # an optional dependency here: the test says why it cannot run without it
     except ImportError:
         return "diffusers is not installed"
     if not hasattr(diffusers, "ContextParallelConfig"):
@@ -37,13 +42,8 @@ def context_parallel_unavailable() -> str | None:
 
 
 def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) -> Report:
-    import torch.distributed as dist
+    # an optional dependency: a diffusers with context parallelism (context_parallel_unavailable says which)
     from diffusers import ContextParallelConfig
-
-    from ..guard_options import GuardOptions
-    from .guarded_call import guarded_call
-    from .targets.base import CallContext
-    from .targets.registry import TARGETS, build_pipeline
 
     # diffusers builds its device mesh on the accelerator: context parallelism needs one GPU per rank.
     rank = int(os.environ["RANK"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
+from diffusers import UniPCMultistepScheduler
 
 from ..findings import DENOISER_REGION, Kind, Report, Status
 from ..guard import Guard
@@ -104,8 +105,6 @@ def scheduler_loop(
 
 def unipc_case(config: UniPCConfig, device: torch.device, steps: int = 8, **guard: Any) -> Report:
     """UniPC in `config`, driven alone: no sync in any step. `guard`: scheduler_loop's options and report names."""
-    from diffusers import UniPCMultistepScheduler
-
     scheduler = UniPCMultistepScheduler(**config.scheduler_kwargs(steps))
     return scheduler_loop(scheduler, device, steps, **guard)
 

@@ -15,7 +15,9 @@ from typing import Any
 
 import torch
 
-from ..scenarios import AUTO, PLAIN, Scenario
+from .. import devices
+from ..emulation import cuda_map, is_emulated
+from ..scenarios import AUTO, PLAIN, Scenario, UnknownScenario, parse
 
 
 class NotApplicable(Exception):
@@ -34,9 +36,6 @@ def apply_scenario(pipeline: Any, scenario: str, *, denoiser: str = "transformer
     the scenario does not apply, UnknownScenario for a name or setting it does not know. An attention backend also
     becomes the process's default, as diffusers' `set_attention_backend` makes it (the plugin's own runs put the
     default back: `kept_process_wide`)."""
-    from .. import devices
-    from ..scenarios import UnknownScenario, parse
-
     (chosen, *more) = parse(scenario)
     if more:
         raise UnknownScenario(f"apply_scenario turns one scenario on, got {scenario!r}")
@@ -76,6 +75,7 @@ def plain(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.devic
 
 # ---- cache hooks ---------------------------------------------------------------------------------------------------
 def cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    # plugin cheap: every checking run imports this module (calls_context), diffusers (seconds) only where it applies
     import diffusers
 
     for module in modules:
@@ -109,7 +109,7 @@ AFTER_THE_FIRST_STEP = (-1, 901)
 
 
 def _mag_ratios(diffusers: Any) -> Any:
-    from diffusers.hooks.mag_cache import FLUX_MAG_RATIOS
+    from diffusers.hooks.mag_cache import FLUX_MAG_RATIOS  # plugin cheap, as in `cache`
 
     return FLUX_MAG_RATIOS
 
@@ -214,8 +214,6 @@ def group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: tor
 def _pins(device: torch.device) -> bool:
     """Whether `pin_memory()` works for `device`: on the emulated one, only the CUDA mapping makes it (a marked host
     tensor, so that a non_blocking copy from it is free, as on a GPU)."""
-    from ..emulation import cuda_map, is_emulated
-
     return not is_emulated(device) or cuda_map.active()
 
 
@@ -259,6 +257,7 @@ def regional_compile(scenario: Scenario, pipe: Any, modules: list[Any], device: 
 
 
 def attention_backend(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    # plugin cheap, as in `cache`: diffusers only where the scenario applies
     from diffusers.models.attention_dispatch import AttentionBackendName, _check_attention_backend_requirements
 
     backend = scenario.value("backend")
@@ -279,7 +278,7 @@ def calls_context(scenario: Scenario) -> contextlib.AbstractContextManager[None]
     on it, and restores it for the scenario's own calls with diffusers' `attention_backend` context."""
     if scenario.feature != "attention_backend":
         return contextlib.nullcontext()
-    from diffusers.models.attention_dispatch import attention_backend as backend_context
+    from diffusers.models.attention_dispatch import attention_backend as backend_context  # plugin cheap, as in `cache`
 
     return backend_context(scenario.value("backend"))
 
@@ -289,6 +288,7 @@ def kept_process_wide() -> Iterator[None]:
     """Turning a scenario on inside it leaves the process-wide attention backend as it found it (see
     `calls_context`)."""
     try:
+        # an optional part: older diffusers have no attention dispatch (and plugin cheap, as in `cache`)
         from diffusers.models.attention_dispatch import _AttentionBackendRegistry
     except ImportError:  # a diffusers without attention dispatch has no process-wide backend to keep
         yield
@@ -307,7 +307,7 @@ LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "q", "k", "v", "query", "key
 
 def lora(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     try:
-        from peft import LoraConfig
+        from peft import LoraConfig  # an optional dependency: without peft the scenario does not apply
     except ImportError as exc:
         raise NotApplicable(f"{scenario.name}: peft is not installed here") from exc
     for module in modules:

@@ -6,6 +6,7 @@ now live in the known-issues baseline (--nosync-baseline), never in these tests.
 
 from __future__ import annotations
 
+import diffusers
 import pytest
 
 from pytest_nosync.findings import Kind
@@ -27,8 +28,6 @@ def test_scheduler_first_step_after_set_begin_index(
     scheduler, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Every scheduler the targets use: with set_begin_index(0), the first step does no index lookup sync."""
-    import diffusers
-
     cls = getattr(diffusers, scheduler)
     kwargs = {"prediction_type": "flow_prediction", "use_flow_sigmas": True} if "UniPC" in scheduler else {}
     guard = nosync_guard_kwargs("regression:set_begin_index", scheduler)
@@ -53,8 +52,6 @@ def test_cache_context_does_not_walk_the_tree(
     cache, nosync_target, nosync_pipeline, nosync_call_context, nosync_guard_kwargs, nosync
 ) -> None:
     """Entering/leaving cache_context in a steady-state step walks no module tree (cached registries)."""
-    import diffusers
-
     denoiser = getattr(nosync_pipeline, nosync_target.denoiser)
     if not hasattr(denoiser, "cache_context"):
         pytest.skip(f"{type(denoiser).__name__} has no cache_context in diffusers {diffusers.__version__}")

@@ -4,6 +4,7 @@ scheduler, FLUX's tiny layout, and the prompt and call kwargs every target's cal
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import torch
@@ -35,12 +36,17 @@ FLUX_VAE = {
 }
 
 
+def diffusers_module() -> ModuleType:
+    """diffusers, imported on the first build: the registry is read where nothing is built (a checking run's option
+    checks, graph helpers' parent), and diffusers takes seconds to import."""
+    import diffusers  # plugin cheap: only a build pays diffusers' import (see above)
+
+    return diffusers
+
+
 def diffusers_class(name: str) -> Any:
     """The class diffusers exports as `name`, as the targets name their classes (`extra_classes`)."""
-    # Imported on the first build: the registry is read where nothing is built, and diffusers takes seconds to import.
-    import diffusers
-
-    return getattr(diffusers, name)
+    return getattr(diffusers_module(), name)
 
 
 def seeded(cls: str | Callable[..., Any], **config: Any) -> Any:

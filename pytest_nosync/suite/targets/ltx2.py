@@ -47,7 +47,7 @@ def build_components() -> dict[str, Any]:
     # Not exported at the top level: they ship in the LTX2Pipeline's own package, so that class implies them. Imported
     # here, as diffusers_class imports diffusers: the registry is read where nothing is built.
     from diffusers.pipelines.ltx2 import LTX2TextConnectors
-    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder
+    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder  # as above
 
     connectors = seeded(
         LTX2TextConnectors,

@@ -10,6 +10,7 @@ import torch
 from huggingface_hub import try_to_load_from_cache
 from huggingface_hub.errors import HFValidationError
 
+from pytest_nosync.suite.targets._common import diffusers_module
 from pytest_nosync.suite.targets.base import Target
 from pytest_nosync.suite.targets.flux import FLUX
 from pytest_nosync.suite.targets.flux2_klein import FLUX2_KLEIN
@@ -53,9 +54,7 @@ def checkpoint_problem(checkpoint: str) -> str | None:
 
 def missing_classes(target: Target) -> list[str]:
     """The diffusers classes the target needs that the installed diffusers lacks."""
-    import diffusers  # seconds: only a target about to be built pays it, not a run that only reads TARGETS
-
-    return [name for name in (target.pipeline_class, *target.extra_classes) if not hasattr(diffusers, name)]
+    return [name for name in (target.pipeline_class, *target.extra_classes) if not hasattr(diffusers_module(), name)]
 
 
 def build_pipeline(
@@ -68,8 +67,7 @@ def build_pipeline(
     tiny build leaves out (text encoders, tokenizers: the call passes prompt embeddings) are left out of the
     checkpoint too, which also spares loading a multi-billion-parameter text encoder for nothing.
     """
-    import diffusers  # as in missing_classes: only a build pays diffusers' import
-
+    diffusers = diffusers_module()
     missing = missing_classes(target)
     if missing:
         raise TargetUnavailable(
