@@ -252,7 +252,7 @@ def test_a_reason_is_shortened_to_its_gist_for_a_cell(reason: str, cell: str) ->
 def test_a_scenario_map_of_another_check_says_what_its_cells_count(tmp_path: Path) -> None:
     """A map of graph breaks is no map of syncs per steady step: its summary and its picture's colour bar name the
     check's own count (a graph-break map once said "Added nothing to any pipeline's steady steps")."""
-    from pytest_nosync.census.scenario_map import ScenarioMap, plot
+    from pytest_nosync.census.scenario_map import ScenarioMap
     from pytest_nosync.census.table import Cell
 
     checked = CheckOutcome(Verdict.CHECKED, passed=True)
@@ -270,6 +270,8 @@ def test_a_scenario_map_of_another_check_says_what_its_cells_count(tmp_path: Pat
     labels: list[str] = []
     pytest.importorskip("matplotlib")
     import matplotlib.figure
+
+    from pytest_nosync.census.heat_map import plot
 
     original = matplotlib.figure.Figure.colorbar
     with pytest.MonkeyPatch.context() as patch:  # read the colour bar's label as plot() sets it
@@ -296,7 +298,8 @@ def test_the_heat_maps_colour_bar_label_is_inside_the_picture(
     import matplotlib.figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from pytest_nosync.census.scenario_map import ScenarioMap, plot
+    from pytest_nosync.census.heat_map import plot
+    from pytest_nosync.census.scenario_map import ScenarioMap
     from pytest_nosync.census.table import Cell
 
     checked = CheckOutcome(Verdict.CHECKED, passed=False)
