@@ -9,6 +9,11 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # Windows: no file locks
+    fcntl = None
+
 from .registry import STANDINS
 from .standin import StandIn
 
@@ -69,9 +74,7 @@ def _build(standin: StandIn, root: Path, target: Path) -> Path:
 def _building(lock: Path) -> Iterator[None]:
     """Hold `lock` (an exclusive lock on the file) for the block; where file locks do not exist, nothing is held and
     concurrent builds only repeat work."""
-    try:
-        import fcntl  # an optional dependency: POSIX only
-    except ImportError:  # Windows
+    if fcntl is None:
         yield
         return
     lock.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ import os
 import socket
 from urllib.parse import urlparse
 
+from huggingface_hub import constants
+
 _TRUE = {"1", "on", "yes", "true"}
 
 
@@ -21,14 +23,9 @@ def hub_reachable(timeout_s: float = 1.5) -> bool:
     """
     if offline_requested():
         return False
-    try:
-        from huggingface_hub import constants  # optional here: without it, the endpoint from the environment
-
-        if constants.HF_HUB_OFFLINE:
-            return False
-        endpoint = constants.ENDPOINT
-    except ImportError:
-        endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if constants.HF_HUB_OFFLINE:
+        return False
+    endpoint = constants.ENDPOINT
     url = urlparse(endpoint)
     host = url.hostname or "huggingface.co"
     port = url.port or (443 if url.scheme != "http" else 80)

@@ -43,6 +43,11 @@ from .tokenizer_builds import (
 )
 from .words import ASCII_CHARACTERS, COMMON_WORDS
 
+try:  # an optional dependency: without it the ChatGLM3 stand-in is left out (its `requires`)
+    import sentencepiece as spm
+except ImportError:
+    spm = None
+
 T5_WIDTH = 32
 T5_VOCAB_SIZE = 1000  # above the tokenizer's ids, as 32128 is above the real T5 tokenizer's 32100
 T5_SENTINELS = [f"<extra_id_{i}>" for i in range(100)]
@@ -54,26 +59,19 @@ CLIP_SPECIALS = {
     "pad_token": "<|endoftext|>",
 }
 
+# The layers of diffusers' tiny test models: 32 wide, 37 in the feed-forward, 2 layers of 4 heads.
+TINY_LAYERS = {"hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4}
+
 # The tiny CLIP of diffusers' tests: its text model (1000 ids, 77 positions) and vision tower (30-pixel images).
 CLIP_TEXT = {
     "vocab_size": 1000,
-    "hidden_size": 32,
-    "intermediate_size": 37,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
+    **TINY_LAYERS,
     "max_position_embeddings": 77,
     "bos_token_id": 998,
     "eos_token_id": 999,
     "pad_token_id": 999,
 }
-CLIP_VISION = {
-    "hidden_size": 32,
-    "intermediate_size": 37,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "image_size": 30,
-    "patch_size": 2,
-}
+CLIP_VISION = {**TINY_LAYERS, "image_size": 30, "patch_size": 2}
 
 # RoBERTa's named tokens, which XLM-RoBERTa shares.
 ROBERTA_SPECIALS = {
@@ -135,15 +133,7 @@ LLAMA_CHAT_TEMPLATE = (
 
 def save_tokenizer_model_config(directory: Path, model_type: str, vocab_size: int) -> None:
     """The config.json of a tokenizer-only repository: transformers' AutoTokenizer reads the model type there."""
-    config = AutoConfig.for_model(
-        model_type,
-        vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=37,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-    )
+    config = AutoConfig.for_model(model_type, vocab_size=vocab_size, **TINY_LAYERS, num_key_value_heads=4)
     config.save_pretrained(str(directory))
 
 
@@ -208,14 +198,7 @@ def build_clip(directory: Path) -> None:
 def build_bert(directory: Path) -> None:
     """A tiny BertModel (width 32) and an uncased WordPiece tokenizer."""
     tok = bert_wordpiece()
-    config = BertConfig(
-        vocab_size=tok.get_vocab_size(),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=37,
-        max_position_embeddings=512,
-    )
+    config = BertConfig(vocab_size=tok.get_vocab_size(), **TINY_LAYERS, max_position_embeddings=512)
     save_seeded_model(lambda: BertModel(config), directory)
     save_tokenizer(
         tok,
@@ -467,8 +450,6 @@ def build_chatglm3(directory: Path) -> None:
     """ChatGLM3 as Kolors loads it: diffusers' ChatGLMModel of width 8 (the Kolors tests' `cross_attention_dim=8`)
     and diffusers' ChatGLMTokenizer, which reads a SentencePiece model file: trained here, in memory, on the
     vocabulary of `words` (it needs the `sentencepiece` package, as ChatGLMTokenizer does)."""
-    import sentencepiece as spm  # an optional dependency: the stand-in is left out without it (`requires`)
-
     lines = [" ".join(COMMON_WORDS[i : i + 8]) for i in range(0, len(COMMON_WORDS), 8)] + [" ".join(ASCII_CHARACTERS)]
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(

@@ -33,6 +33,7 @@ from transformers import (
 
 from .seeded import save_seeded_model
 from .text_repos import (
+    CLIP_VISION,
     GLM4_SPECIAL_IDS,
     MISTRAL_CHAT_TEMPLATE,
     QWEN2_SPECIAL_IDS,
@@ -42,6 +43,17 @@ from .text_repos import (
     save_mistral_tokenizer,
     save_qwen2_tokenizer,
 )
+
+# Optional: transformers added Qwen3-VL and GLM-Image after the oldest release it supports (a transformers without
+# GLM-Image leaves its stand-in out: its `requires`).
+try:
+    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
+except ImportError:
+    Qwen3VLConfig = Qwen3VLForConditionalGeneration = None
+try:
+    from transformers import GlmImageConfig
+except ImportError:
+    GlmImageConfig = None
 
 QWEN_VOCAB_SIZE = 151936
 QWEN_IMAGE_PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 28 * 28 * 256}
@@ -150,9 +162,6 @@ def build_qwen2_vl(directory: Path) -> None:
 
 def build_qwen3_vl(directory: Path) -> None:
     """Qwen3VLForConditionalGeneration (text width 16, vision patch 16), Qwen2 tokenizer, Qwen3-VL processor."""
-    # transformers has Qwen3-VL since 4.57, later than the oldest it supports: an optional dependency, imported here
-    from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
-
     config = Qwen3VLConfig(
         text_config={
             **QWEN_VL_TEXT,
@@ -216,10 +225,9 @@ def build_gemma3(directory: Path) -> None:
 
 
 def build_siglip_vision(directory: Path) -> None:
-    """A SiglipVisionModel of width 32 on 30-pixel images (FramePack's `image_proj_dim=32`) and its processor."""
-    config = SiglipVisionConfig(
-        hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4, image_size=30, patch_size=2
-    )
+    """A SiglipVisionModel of width 32 on 30-pixel images (FramePack's `image_proj_dim=32`), sized as the tiny CLIP's
+    vision tower, and its processor."""
+    config = SiglipVisionConfig(**CLIP_VISION)
     save_seeded_model(lambda: SiglipVisionModel(config), directory)
     SiglipImageProcessor(size={"height": 30, "width": 30}).save_pretrained(str(directory))
 
@@ -279,9 +287,6 @@ GLM_IMAGE_CHAT_TEMPLATE = (
 
 def glm_image_config():
     """A GlmImageConfig of the GLM-Image tests' sizes, with the real token ids (the config's defaults)."""
-    # an optional dependency: a transformers without GLM-Image leaves the stand-in out (its `requires`)
-    from transformers import GlmImageConfig
-
     return GlmImageConfig(
         text_config={
             "vocab_size": 168064,
