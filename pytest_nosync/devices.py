@@ -82,6 +82,27 @@ def map_cuda(checks: Iterable[str]) -> Callable[[], None] | None:
     return cuda_map.install(for_checks(execution_device("emulate"), checks))
 
 
+def dtype_problem(dtype_name: str, device_name: str | None, backend: str) -> str | None:
+    """Why the run's device (`device_name`, else the backend's) cannot compute in `dtype_name`, or None: a GPU without
+    bfloat16 kernels (before Ampere), or a device whose convolution, matmul, attention or normalization refuses the
+    dtype (a few ops in it, once)."""
+    dtype = getattr(torch, dtype_name)
+    device = torch.device(device_name) if device_name else execution_device(backend)
+    bf16 = torch.cuda.is_bf16_supported
+    if device.type == "cuda" and dtype == torch.bfloat16 and not bf16(including_emulation=False):
+        name = torch.cuda.get_device_name(device)
+        return f"{name} has no bfloat16 kernels (before Ampere): run float16 or float32 there"
+    try:
+        x = torch.ones(1, 2, 4, 4, device=device, dtype=dtype)
+        y = torch.nn.functional.conv2d(x, torch.ones(2, 2, 1, 1, device=device, dtype=dtype))
+        y = torch.nn.functional.scaled_dot_product_attention(y, y, y)
+        torch.nn.functional.group_norm(y @ y, 1).softmax(-1)
+    except (RuntimeError, NotImplementedError, TypeError) as exc:
+        first = (str(exc).splitlines() or [""])[0][:200]
+        return f"the {device.type} device cannot run it: {first}"
+    return None
+
+
 def for_checks(device: torch.device, checks: Iterable[str]) -> torch.device:
     """Where a block of `checks` runs when the backend's device is `device`: the plain CPU under the emulation when
     every check runs there (checks.Placement: dynamo cannot trace the stand-in's tensors), else `device`."""

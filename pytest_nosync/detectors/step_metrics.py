@@ -24,6 +24,12 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode
 
+try:  # FlexAttention's operator and its eager switch: a torch without them has nothing of them to count
+    from torch._higher_order_ops.flex_attention import flex_attention
+    from torch.nn.attention import flex_attention as public_flex
+except ImportError:
+    flex_attention = public_flex = None
+
 from .. import attribution, devices, source_identity
 from ..emulation import DEVICE_TYPE
 from ..findings import Location, Report
@@ -139,13 +145,7 @@ def _flex_rule() -> Any:
     """FlexAttention's higher-order operator, given a rule for the counting mode (a higher-order operator runs under a
     dispatch mode only where it has one): counted as one op, as the dispatcher sees it, and run with the mode popped
     (the dispatcher pops it for the rule). None where this torch has no such operator or switch."""
-    try:
-        # an optional dependency: a torch without FlexAttention's operator has nothing to count
-        from torch._higher_order_ops.flex_attention import flex_attention
-        from torch.nn.attention import flex_attention as public  # optional, as above
-    except ImportError:
-        return None
-    if not hasattr(public, _FLEX_EAGER_SWITCH):
+    if flex_attention is None or not hasattr(public_flex, _FLEX_EAGER_SWITCH):
         return None
 
     def _counted(mode: _Counting, *args: Any, **kwargs: Any) -> Any:
@@ -155,7 +155,7 @@ def _flex_rule() -> Any:
 
     if _Counting not in flex_attention.python_key_table:  # torch refuses a second rule for one mode
         flex_attention.py_impl(_Counting)(_counted)
-    return public
+    return public_flex
 
 
 class OpCounter(Detector):

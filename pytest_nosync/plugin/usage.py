@@ -185,31 +185,11 @@ def check_dtype(settings: Settings) -> None:
     refuses the dtype (a few ops in it, once)."""
     if not settings.dtype:
         return
-    import torch  # a usage error stays quick: torch only for a run that names a dtype
+    from .. import devices  # a usage error stays quick: torch only for a run that names a dtype
 
-    from .. import devices  # torch's, as above
-
-    dtype = getattr(torch, settings.dtype)
-    device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
-    if (
-        device.type == "cuda"
-        and dtype == torch.bfloat16
-        and not torch.cuda.is_bf16_supported(including_emulation=False)
-    ):
-        raise pytest.UsageError(
-            f"--nosync-dtype bfloat16: {torch.cuda.get_device_name(device)} has no bfloat16 kernels (before Ampere): "
-            "run float16 or float32 there"
-        )
-    try:
-        x = torch.ones(1, 2, 4, 4, device=device, dtype=dtype)
-        y = torch.nn.functional.conv2d(x, torch.ones(2, 2, 1, 1, device=device, dtype=dtype))
-        y = torch.nn.functional.scaled_dot_product_attention(y, y, y)
-        torch.nn.functional.group_norm(y @ y, 1).softmax(-1)
-    except (RuntimeError, NotImplementedError, TypeError) as exc:
-        first = (str(exc).splitlines() or [""])[0][:200]
-        raise pytest.UsageError(
-            f"--nosync-dtype {settings.dtype}: the {device.type} device cannot run it: {first}"
-        ) from None
+    problem = devices.dtype_problem(settings.dtype, settings.device, settings.backend)
+    if problem:
+        raise pytest.UsageError(f"--nosync-dtype {settings.dtype}: {problem}")
 
 
 def check_outputs(settings: Settings) -> None:

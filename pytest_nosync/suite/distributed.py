@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import diffusers
 import torch
 import torch.distributed as dist
 
@@ -32,19 +33,12 @@ RANK_REPORT = "rank{rank}.json"
 
 def context_parallel_unavailable() -> str | None:
     """Why context parallelism cannot be checked with the installed diffusers, or None."""
-    try:
-        import diffusers  # an optional dependency here: the test says why it cannot run without it
-    except ImportError:
-        return "diffusers is not installed"
     if not hasattr(diffusers, "ContextParallelConfig"):
         return f"diffusers {diffusers.__version__} has no ContextParallelConfig"
     return None
 
 
 def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) -> Report:
-    # an optional dependency: a diffusers with context parallelism (context_parallel_unavailable says which)
-    from diffusers import ContextParallelConfig
-
     # diffusers builds its device mesh on the accelerator: context parallelism needs one GPU per rank.
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
@@ -56,7 +50,7 @@ def run_rank(target_name: str, out: Path, mode: str, degree: int, steps: int) ->
         dtype = torch.bfloat16
         pipe = build_pipeline(target, device, dtype)
         denoiser = getattr(pipe, target.denoiser)
-        config = ContextParallelConfig(**{f"{mode}_degree": degree})
+        config = diffusers.ContextParallelConfig(**{f"{mode}_degree": degree})
         # Ring attention merges partial results by their log-sum-exp, which diffusers' plain native backend does
         # not return; its cuDNN SDPA backend does.
         denoiser.set_attention_backend("native" if mode == "ulysses" else "_native_cudnn")

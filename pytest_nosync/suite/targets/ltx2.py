@@ -45,9 +45,8 @@ TEXT_LAYERS = 2
 
 def build_components() -> dict[str, Any]:
     # Not exported at the top level: they ship in the LTX2Pipeline's own package, so that class implies them. Imported
-    # here, as diffusers_class imports diffusers: the registry is read where nothing is built.
-    from diffusers.pipelines.ltx2 import LTX2TextConnectors
-    from diffusers.pipelines.ltx2.vocoder import LTX2Vocoder  # as above
+    # here, plugin cheap as in _common.diffusers_module: the registry is read where nothing is built.
+    from diffusers.pipelines.ltx2 import LTX2TextConnectors, LTX2Vocoder
 
     connectors = seeded(
         LTX2TextConnectors,
