@@ -62,7 +62,7 @@ def diffusers_version() -> str | None:
 
 def environment(backend: str = "", dtype: str = "") -> dict[str, Any]:
     """What a reader needs to reproduce a run: versions, device, backend, and the dtype its pipelines ran in."""
-    # torch, and devices with it: the plugin imports this module in every pytest run, checking or not
+    # torch, and devices with it: the plugin and the command line import this module, checking or not
     import torch
 
     from . import devices  # imports torch, as above
