@@ -35,8 +35,8 @@ Build = Callable[..., Any]  # build_pipeline(target, device, dtype, checkpoint=N
 
 def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, build: Build | None = None) -> int:
     """`profile`: one call of the target's pipeline under a guard; `targets` and `build` default to the registry's."""
-    targets = registry.TARGETS if targets is None else targets
-    build = registry.build_pipeline if build is None else build
+    if targets is None or build is None:
+        targets, build = targets or registry.TARGETS, build or registry.build_pipeline
     if args.target not in targets:
         raise UsageError(f"unknown target {args.target!r}; known: {', '.join(targets)}")
     if args.steps < 2:  # as pytest's --nosync-steps
