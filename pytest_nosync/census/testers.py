@@ -32,7 +32,7 @@ from typing import Any
 
 import torch
 
-from .. import ids
+from .. import devices, ids
 from ..patching import Patches
 from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable
@@ -381,8 +381,6 @@ def _on_device(value: Any, ctx: CallContext) -> Any:
     stochastic schedulers: the harness's transfer, not the pipeline's). A floating-point tensor is in the call's
     dtype, as a caller running the pipeline in it passes it (its text encoder's embeddings, its latents): the
     testers' float32 inputs given to a bfloat16 pipeline raised in its first layer (Wan's patch embedding)."""
-    from .. import devices
-
     if isinstance(value, torch.Generator):
         return devices.generator(ctx.device, int(value.initial_seed()))
     if isinstance(value, torch.Tensor):

@@ -95,7 +95,7 @@ class Census:
         result = yield
         if not inspect.isclass(obj):
             return result
-        from ..census import testers
+        from ..census import testers  # a run whose modules hold no tester class does without torch and the suite
 
         if not testers.is_pipeline_tester(obj):
             return result
@@ -132,6 +132,7 @@ class Census:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         census = any(isinstance(item, TesterCheck) for item in session.items)
         if self.hub is None and census:
+            # only a run with census items builds stand-ins (transformers' and diffusers' model classes)
             from ..census import hub_standins
 
             self.hub = hub_standins.install()  # only where the hub cannot be reached; never downloads
@@ -144,7 +145,7 @@ class Census:
         checks = [item for item in items if isinstance(item, TesterCheck)]
         if not checks:
             return
-        from ..census.changed import ChangesError, repo_of, roots_of, select
+        from ..census.changed import ChangesError, repo_of, roots_of, select  # --nosync-changed only: git, coverage
 
         ids = list(dict.fromkeys(item.class_id for item in checks))
         try:

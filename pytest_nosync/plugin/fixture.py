@@ -50,7 +50,7 @@ class NosyncFixture:
     def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
         """A guard for one block; its report is attached to the test when the block exits. `overrides`: GuardOptions
         fields, and the Guard's own arguments."""
-        from ..guard import Guard
+        from ..guard import Guard  # a test that takes the fixture and opens no block does without torch and detectors
 
         body = self.item.stash.get(BODY_GUARD, None)
         if body is not None:

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ... import devices
 from ...findings import Mode, Report
 from ...guard_options import GuardOptions
 from ...suite import TARGETS_MODULE
 from ...suite.targets.base import Target
+from ...suite.targets.registry import TARGETS
 from .. import xdist
 from .count_ahead import CountAhead, own_fixtures_only
 from .pool import GraphHelpers, GraphJob, Outcome, auto_count
@@ -44,8 +46,6 @@ def _suite_test(item: pytest.Item, name: str) -> bool:
 def builtin_target(item: pytest.Item, test: str = "test_graph_breaks") -> Target | None:
     """The built-in target of one of the suite's `test` tests, or None for any other test (a helper can build only
     what it can look up by name)."""
-    from ...suite.targets.registry import TARGETS
-
     if not _suite_test(item, test):
         return None
     target = getattr(getattr(item, "callspec", None), "params", {}).get("nosync_target")
@@ -141,8 +141,6 @@ class GraphHelperRun:
         would load a real model a second time), and not fail-fast mode (its raise must land here). Whether this
         diffusers has the target's classes is not asked here (it would import diffusers before the helpers start):
         a helper answers that it cannot build it, and the test skips as it would anyway."""
-        from ... import devices
-
         session = self.session
         eligible = []
         for item in items:

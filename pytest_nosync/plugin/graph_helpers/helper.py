@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Prepared]) -> Outcome:
     """The job's check, as the suite's test runs it in its own process (plugin.suite_run.SuiteRun.check): through the
     suite's one path to a pipeline (suite.pipelines), plain."""
+    # the helper's interpreter imports torch, diffusers and the suite once it has its stdout to itself (main)
     import torch
 
     from ...suite.pipelines import check, prepare
@@ -47,7 +48,7 @@ def main() -> None:
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # a print in a model's code must not corrupt the answers
     jobs = sys.stdin.buffer
-    import torch
+    import torch  # after stdout is kept for the answers: an import that prints cannot corrupt them
 
     send(answers, diffusers_file())
     pipelines: dict[tuple[str, str, str], Prepared] = {}

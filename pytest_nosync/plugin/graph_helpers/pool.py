@@ -89,7 +89,7 @@ def helper_command() -> list[str]:
 
 
 def diffusers_file() -> str:
-    import diffusers
+    import diffusers  # asked in a helper, which imports it there: the controller need not yet
 
     return os.path.realpath(diffusers.__file__)
 
