@@ -100,6 +100,12 @@ TO_AN_ACCELERATOR = (
     "checks run there)"
 )
 
+# ComponentsManager's offloading decides what to move aside from the device's free memory: diffusers asks for it when
+# it is turned on, and neither the CPU nor the emulated device answers
+FREE_MEMORY = (
+    "ComponentsManager's auto offloading asks the device for its free memory, which only an accelerator answers"
+)
+
 NO_DYNAMO = (
     "dynamo cannot trace the emulated device's tensors, nor compile under the emulation's CUDA mapping on the CPU"
 )
@@ -139,9 +145,18 @@ SCENARIOS: dict[str, Scenario] = dict(
         _scenario("mag_cache", "MagCacheConfig with Flux's magnitude ratios, interpolated to the call's steps",
                   "cache", config="mag_cache_config", threshold=Param(0.5, 0.0, 10.0), max_skip_steps=Param(1, 1, 100),
                   retention_ratio=Param(0.0, 0.0, 1.0)),
+        _scenario("text_kv_cache", "TextKVCacheConfig: each block's text keys and values computed once, reused "
+                  "every step (lossless)", "cache", config="text_kv_cache_config"),
+        _scenario("sea_cache", "SeaCacheConfig: the block stack's residual reused while the spectral indicator "
+                  "changes little", "adapted_cache", config="sea_cache_config", threshold=Param(0.25, 0.0, 10.0),
+                  residual_order=Param(1, 0, 1), retention_steps=Param(1, 0, 100), cache_end_steps=Param(0, 0, 100),
+                  max_consecutive_cached=Param(2, 0, 100), power_exp=Param(3.0, 0.1, 10.0)),
         _scenario("model_cpu_offload", "enable_model_cpu_offload(): each model on the device while it runs", "offload"),
         _scenario("sequential_cpu_offload", "enable_sequential_cpu_offload(): each submodule's weights on the device "
                   "while it runs", "offload", not_on_cpu=TO_AN_ACCELERATOR),
+        _scenario("components_auto_offload", "ComponentsManager.enable_auto_cpu_offload(): a modular pipeline's "
+                  "models moved to the device as they run, others moved aside when its memory runs short",
+                  "components_auto_offload", cuda_only=FREE_MEMORY, memory_reserve_margin=Param("3GB")),
         _scenario("group_offload_block", "enable_group_offload(offload_type='block_level'): groups of blocks onloaded "
                   "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000)),
         _scenario("group_offload_leaf_stream", "enable_group_offload(offload_type='leaf_level', use_stream=True): "

@@ -175,6 +175,37 @@ def mag_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
     )
 
 
+def text_kv_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return _exported(d, s, "TextKVCacheConfig")()  # no parameters: it is exact, nothing to tune
+
+
+def sea_cache_config(d: Any, s: Scenario, pipe: Any, module: Any) -> Any:
+    return _exported(d, s, "SeaCacheConfig")(**s.settings())
+
+
+def _exported(d: Any, s: Scenario, name: str) -> Any:
+    """The config class diffusers exports as `name`; a diffusers without it is a sentence, not an AttributeError."""
+    config = getattr(d, name, None)
+    if config is None:
+        raise NotApplicable(f"{s.name}: diffusers {d.__version__} has no {name}")
+    return config
+
+
+def adapted_cache(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    """A cache hook that reads the denoiser's latents through a model adapter (SeaCache's `raw_vision_callback`).
+    diffusers attaches its own for the models it knows (Cosmos 3, Wan text-to-video) and hooks every model's blocks,
+    but without an adapter the hook runs fail-open on every call, warning once: a full call each step, nothing
+    cached, so not applicable."""
+    cache(scenario, pipe, modules, device)
+    for module in modules:
+        root = getattr(module, "_diffusers_hook", None)
+        hooks = [hook for hook in getattr(root, "hooks", {}).values() if hasattr(hook, "raw_vision_callback")]
+        if not any(hook.raw_vision_callback is not None for hook in hooks):
+            module.disable_cache()
+            raise NotApplicable(f"{scenario.name}: diffusers has no model adapter for {type(module).__name__} "
+                                "(it has Cosmos 3's and Wan text-to-video's): it would cache nothing")  # fmt: skip
+
+
 def _hooked_children(module: torch.nn.Module) -> int:
     """Submodules a diffusers hook was registered on (a cache hook that found nothing to hook registers none)."""
     return sum(
@@ -191,6 +222,23 @@ def offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.dev
     if enable is None:
         raise NotApplicable(f"{scenario.name}: {type(pipe).__name__} has no {method}")
     enable(device=device)
+
+
+def components_auto_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
+    """A modular pipeline's models under its ComponentsManager's auto offloading, as diffusers' modular docs turn it
+    on: the manager the pipeline was made with, or one holding its models."""
+    from diffusers.modular_pipelines import ComponentsManager, ModularPipeline
+
+    if not isinstance(pipe, ModularPipeline):
+        raise NotApplicable(f"{scenario.name}: {type(pipe).__name__} is no ModularPipeline (a classic pipeline "
+                            "offloads with enable_model_cpu_offload)")  # fmt: skip
+    manager = pipe._components_manager
+    if manager is None:
+        manager = ComponentsManager()
+        for name, component in pipe.components.items():
+            if isinstance(component, torch.nn.Module):
+                manager.add(name, component)
+    manager.enable_auto_cpu_offload(device=device, memory_reserve_margin=scenario.value("memory_reserve_margin"))
 
 
 def group_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:

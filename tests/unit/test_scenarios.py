@@ -13,7 +13,8 @@ from pytest_nosync.suite import scenarios as features
 
 BUILT_IN = (
     "first_block_cache", "pyramid_attention_broadcast", "faster_cache", "taylorseer_cache", "mag_cache",
-    "model_cpu_offload", "sequential_cpu_offload", "group_offload_block", "group_offload_leaf_stream",
+    "text_kv_cache", "sea_cache", "model_cpu_offload", "sequential_cpu_offload", "components_auto_offload",
+    "group_offload_block", "group_offload_leaf_stream",
     "layerwise_casting", "regional_compile", "lora", "attention_backend_native", "attention_backend_cudnn",
     "attention_backend_efficient", "attention_backend_flash", "attention_backend_sage", "attention_backend_xformers",
     "attention_backend_flex",
@@ -25,7 +26,9 @@ def test_the_registry_holds_plain_and_every_built_in_scenario_each_with_its_feat
     assert all(inspect.isfunction(features.feature_of(s)) for s in SCENARIOS.values())
     cache = [s for s in SCENARIOS.values() if s.feature == "cache"]
     assert cache and all(inspect.isfunction(getattr(features, s.config)) for s in cache)
-    assert not [s for s in SCENARIOS.values() if s.config and s.feature != "cache"]
+    # a cache hook whose denoiser needs a model adapter (SeaCache) is turned on by `cache` too, then checked for one
+    assert {s.feature for s in SCENARIOS.values() if s.config} == {"cache", "adapted_cache"}
+    assert all(s.config for s in SCENARIOS.values() if s.feature in ("cache", "adapted_cache"))
 
 
 def test_a_selection_reads_names_settings_and_all() -> None:
