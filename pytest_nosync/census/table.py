@@ -197,6 +197,9 @@ _SHORT = (
     (r"peft is not installed", "needs peft"),
     (r"names no _repeated_blocks|as its repeated blocks, and this one has none", "no repeated blocks"),
     (r"does not support group offloading", "group offloading unsupported"),
+    (r"has no model adapter for", "no model adapter"),
+    (r"diffusers \S+ has no (\w+Config)", r"no \1"),
+    (r"is no ModularPipeline", "not modular"),
     (r"has no support for this pipeline's inputs here: RuntimeError: No available kernel", "no kernel for its inputs"),
     (r"requires the '(\w+)' attention backend", r"needs the \1 backend"),
     (r"is not usable because of missing package.*install `([\w-]+)", r"needs \1"),  # an attention backend's package

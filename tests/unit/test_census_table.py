@@ -240,6 +240,17 @@ def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: 
             "version is too old. Please install `flash-attn>=2.6.3`.",
             "needs flash-attn",
         ),
+        (
+            "sea_cache: diffusers has no model adapter for FluxTransformer2DModel (it has Cosmos 3's and Wan "
+            "text-to-video's): it would cache nothing",
+            "no model adapter",
+        ),
+        ("sea_cache: diffusers 0.36.0 has no SeaCacheConfig", "no SeaCacheConfig"),
+        (
+            "components_auto_offload: FluxPipeline is no ModularPipeline (a classic pipeline offloads with "
+            "enable_model_cpu_offload)",
+            "not modular",
+        ),
         ("a reason no pattern knows, said at some length", "a reason no pattern knows, said at some…"),
     ],
 )
