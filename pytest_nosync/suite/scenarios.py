@@ -227,7 +227,7 @@ def offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.dev
 def components_auto_offload(scenario: Scenario, pipe: Any, modules: list[Any], device: torch.device) -> None:
     """A modular pipeline's models under its ComponentsManager's auto offloading, as diffusers' modular docs turn it
     on: the manager the pipeline was made with, or one holding its models."""
-    from diffusers.modular_pipelines import ComponentsManager, ModularPipeline
+    from diffusers.modular_pipelines import ComponentsManager, ModularPipeline  # plugin cheap, as in `cache`
 
     if not isinstance(pipe, ModularPipeline):
         raise NotApplicable(f"{scenario.name}: {type(pipe).__name__} is no ModularPipeline (a classic pipeline "
