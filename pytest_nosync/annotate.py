@@ -15,6 +15,8 @@ Steps, without per-pipeline code (diffusers pipelines share the shape of their d
     pipeline's `callback_on_step_end` when the caller passes the guard's; iterating the progress bar closes each
     iteration's step at the next one;
   - the loop ends when the progress bar does: what follows (decoding) is after the steps.
+A Modular Diffusers pipeline has no loop of its own: each of its loop blocks (`loop_blocks`) is one, its progress bar
+the loop's, its components' denoiser and scheduler the pipeline's.
 `LoopWatch` finds the pipeline itself: the first pipeline whose loop begins inside the guard (a marked test body
 that builds or moves its pipeline before calling it).
 """
@@ -92,6 +94,12 @@ class PipelineAnnotations:
         if callable(getattr(type(self.pipeline), "progress_bar", None)):
             cls = type(self.pipeline)
             self._patches.setattr(cls, "progress_bar", _loop_anchored(cls.progress_bar, self.guard, self.pipeline))
+        loops: dict[type, list[Any]] = {}  # a modular pipeline's loop blocks: each one's progress bar is its loop
+        for block in loop_blocks(self.pipeline):
+            loops.setdefault(type(block), []).append(block)
+        for cls, blocks in loops.items():
+            if callable(getattr(cls, "progress_bar", None)):
+                self._patches.setattr(cls, "progress_bar", _loop_anchored(cls.progress_bar, self.guard, *blocks))
 
     def detach(self) -> None:
         self._patches.undo()
@@ -142,13 +150,27 @@ def _in_region(method: Any, guard: Guard, region: str, ends_step_of: Any = None)
     return wrapper
 
 
-def _loop_anchored(method: Any, guard: Guard, pipeline: Any) -> Any:
+def _loop_anchored(method: Any, guard: Guard, *owners: Any) -> Any:
     @functools.wraps(method)
     def progress_bar(self: Any, *args: Any, **kwargs: Any) -> Any:
         bar = method(self, *args, **kwargs)
-        return _LoopBar(bar, guard) if self is pipeline else bar
+        return _LoopBar(bar, guard) if any(self is owner for owner in owners) else bar
 
     return progress_bar
+
+
+def loop_blocks(pipeline: Any) -> list[Any]:
+    """The loop blocks of a Modular Diffusers pipeline (its LoopSequentialPipelineBlocks, nested ones included: each
+    has a `loop_step`); none for any other pipeline."""
+    found, todo = [], [getattr(pipeline, "_blocks", None)]  # `blocks` would be a copy
+    while todo:
+        block = todo.pop()
+        if block is None:
+            continue
+        if callable(getattr(block, "loop_step", None)):
+            found.append(block)
+        todo.extend((getattr(block, "sub_blocks", None) or {}).values())
+    return found
 
 
 class _LoopBar:

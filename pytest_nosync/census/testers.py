@@ -37,6 +37,7 @@ from ..patching import Patches
 from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable
 from ..suite.targets.base import CallContext, Target
+from ..suite.targets.registry import assemble
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
@@ -181,10 +182,18 @@ class Tester:
                 raise NotDrivable(f"get_dummy_components() skips: {exc}") from exc
             raise
 
+    def build(self, device: torch.device, dtype: torch.dtype) -> Any:
+        """The tester's pipeline from its dummy components, in `dtype` on `device`."""
+        return assemble(self.pipeline_class, self.components(), device, dtype)
+
+    def call_parameters(self, pipe: Any) -> frozenset[str]:
+        """The keywords the pipeline's call takes."""
+        return _parameters(type(pipe).__call__)
+
     def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
         inputs = dict(self._inputs(self.instance, ctx))
-        if "num_inference_steps" in inputs and "num_inference_steps" in _parameters(type(pipe).__call__):
+        if "num_inference_steps" in inputs and "num_inference_steps" in self.call_parameters(pipe):
             listed = next((inputs[k] for k in STEP_LISTS if inputs.get(k) is not None), None)
             if inputs["num_inference_steps"] is None and listed is not None:  # the list alone gives the steps
                 inputs["num_inference_steps"] = len(listed)
@@ -241,7 +250,7 @@ class Tester:
                 f"no module of {self.pipeline_class.__name__} is called once per step (called: {first.calls})"
             )
         stepped = first.steps_of(denoiser)
-        parameters = _parameters(type(pipe).__call__)
+        parameters = self.call_parameters(pipe)
         asked = kwargs.get("num_inference_steps") if "num_inference_steps" in parameters else None
         slope, offset = 0.0, float(stepped)
         fixed_because = "its call takes no num_inference_steps"
