@@ -26,8 +26,8 @@ from ..suite.checks import plan, warmed
 from ..suite.pipelines import Prepared, check, prepare
 from ..suite.scenarios import NotApplicable
 from ..suite.targets.base import CallContext
-from ..suite.targets.registry import assemble
 from ..suite.torch_defaults import torch_defaults
+from .modular import driver
 from .testers import NotDrivable, Tester
 
 
@@ -87,8 +87,8 @@ def prepared(
         def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
             with recording(), torch_defaults():
-                built.tester = built.tester or Tester(tester_class)
-                pipe = assemble(built.tester.pipeline_class, built.tester.components(), ctx.device, ctx.dtype)
+                built.tester = built.tester or driver(tester_class)
+                pipe = built.tester.build(ctx.device, ctx.dtype)
                 # a class's checks start from empty class-level caches, whatever the worker built before; its
                 # scenarios' pipelines then add a few entries each, in the same order every run
                 process_caches.forget(pipe)
@@ -114,7 +114,7 @@ def prepared(
         tester = built.tester
         with torch_defaults():
             built.pipelines[key] = prepare(
-                lambda: assemble(tester.pipeline_class, tester.components(), ctx.device, ctx.dtype),
+                lambda: tester.build(ctx.device, ctx.dtype),
                 scenario,
                 built.denoiser,
                 ctx.device,

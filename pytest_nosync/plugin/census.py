@@ -95,12 +95,16 @@ class Census:
         result = yield
         if not inspect.isclass(obj):
             return result
-        from ..census import testers  # a run whose modules hold no tester class does without torch and the suite
+        # a run whose modules hold no tester class does without torch and the suite
+        from ..census import modular, testers
 
-        if not testers.is_pipeline_tester(obj):
+        if testers.is_pipeline_tester(obj):
+            source = testers.provider(obj)
+        elif modular.is_modular_tester(obj):  # a Modular Diffusers tester config: one target per config class
+            source = modular.provider(obj)
+        else:
             return result
         nodes = result if isinstance(result, list) else [result]
-        source = testers.provider(obj)
         claimed = self._claimed.setdefault(collector, set())
         for node in nodes:
             if isinstance(node, pytest.Class) and source not in claimed:

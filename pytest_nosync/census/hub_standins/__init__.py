@@ -13,6 +13,7 @@ seeded        tiny random-weight models from a seed; tokenizer_builds, words: to
 built_repos   a stand-in built once into a directory, reused while complete and current
 installation  `from_pretrained("<hub id>")` finding the stand-ins (an overlay cache, offline mode on)
 reachability  whether the hub can be reached, decided quickly
+modular_repos the Modular Diffusers testers' repositories: their components, built in code (census.modular)
 """
 
 from .built_repos import default_root, materialize
