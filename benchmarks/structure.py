@@ -5,7 +5,7 @@
 - imports below module level: an AST count of the import statements inside a function or class body (an
   `if TYPE_CHECKING:` block, like any statement of the module's own body, is module level), per module;
 - import cycles, every import counted (function-level and type-only included), between modules and between rooms
-  (a top-level module, or a top-level folder as one room, as `farm-studio look` draws the house);
+  (a top-level module, or a top-level folder as one room);
 - import layers at both levels: a module stands one layer above the highest it imports, a cycle sharing one.
 
 The import graph is the one tests/unit/test_layering.py reads (its `modules`, `imports` and cycle finder).
