@@ -182,6 +182,12 @@ def git_ref(raw: Any) -> str:
     return value
 
 
+def shard(raw: Any) -> Any:
+    from ..census.shards import parse_shard  # light: no torch, no pytest
+
+    return parse_shard(raw)
+
+
 def schedule(raw: Any) -> tuple[int, int, int]:
     return parse_schedule(raw)
 
@@ -299,6 +305,12 @@ TABLE: tuple[Option, ...] = (
            "the lines changed from REF (default: the merge base with main) to the working tree, against what each "
            "tester's pipeline ran when it was last checked (recorded in pytest's cache); a tester with no record runs. "
            "Write --nosync-changed=REF, or the flag alone after the test paths", git_ref, "optional", ini=False),
+    Option("shard", "K/N: run the K-th of N shards of the census: whole test modules (a tester class never split, a "
+           "family folder kept whole where it fits), packed longest-first by --nosync-durations; `python -m "
+           "pytest_nosync census merge` makes the shards' reports one census", shard, ini=False),
+    Option("durations", "JSON file of the census items' durations (pytest-split's format: node id → seconds): "
+           "--nosync-shard packs by it; an unsharded census run with it writes its items' durations there (a sharded "
+           "one's: `census merge --durations`)", path=True),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
            "checks (auto: one per 4 cores, at most 3, none below 4 cores or for a single graph check; 0: trace them "
            "in this process, e.g. to see what a conftest patched)", workers),
@@ -340,6 +352,8 @@ class Settings:
     graph_workers: int | None = None  # None: auto (plugin.graph_helpers.pool.auto_count)
     share_gpus: bool = False
     mps: str = "auto"
+    shard: Any = None  # census.shards.Shard: this run's shard; None: the whole census
+    durations: str | None = None
     changed: str | None = None  # None: every check; "": changes since the merge base with main; else since this REF
     guard_cli: Mapping[str, Any] = field(default_factory=dict)
     guard_ini: Mapping[str, Any] = field(default_factory=dict)

@@ -130,6 +130,7 @@ class OutputHooks:
         census = run.census.coverage if run.census is not None else None
         if census is not None and (census.outcomes or census.import_failures):
             extra["census"] = census.to_dict()
+        extra.update(run.shards.record() if run.shards is not None else {})
         doc = run_report.document(run.reports, run_report.environment(run.settings.backend, run.dtype), extra)
         run_report.write(run.settings.report, doc)
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ..profiling.config import TraceConfig
     from ..scenarios import Scenario
     from .census import Census
+    from .census_shard import CensusShards
     from .xdist import Role
 
 ITEM_REPORTS = pytest.StashKey[list[Report]]()
@@ -61,6 +62,7 @@ class NosyncSession:
         self.written: tuple[int, int] | None = None  # (findings, entries) a --nosync-baseline-write run wrote
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
+        self.shards: CensusShards | None = None  # --nosync-shard and --nosync-durations (plugin.census_shard)
         self.scenario_pipelines: set[int] = set()  # ids of the pipelines a marked test turned a scenario on for
         # marked tests of the user's own pipelines by where their scenarios come from: the option, or their marker
         self.scenario_tests: dict[str, set[str]] = {"option": set(), "marker": set()}

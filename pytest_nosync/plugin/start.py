@@ -14,6 +14,7 @@ import pytest
 from . import graph_helpers, usage, xdist
 from . import options as table
 from .census import Census
+from .census_shard import CensusShards
 from .collection_hooks import CollectionHooks
 from .gpu_sharing import GpuSharing
 from .output_hooks import OutputHooks
@@ -70,6 +71,8 @@ def start(config: pytest.Config) -> NosyncSession:
 
     session.census = Census(session)
     config.pluginmanager.register(session.census, "nosync-census")
+    session.shards = CensusShards(config, settings, role, session.durations, session.unwritten)
+    config.pluginmanager.register(session.shards, "nosync-census-shards")
     config.pluginmanager.register(HeapFreeze(), "nosync-heap-freeze")
     if graph_helpers.wanted(session):
         session.suite.helpers = graph_helpers.GraphHelperRun(session)

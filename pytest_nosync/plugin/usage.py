@@ -196,6 +196,7 @@ def check_outputs(settings: Settings) -> None:
     outputs = (
         ("--nosync-report", settings.report, "nosync-report.json"),
         ("--nosync-baseline-write", settings.baseline_write, "nosync-baseline.json"),
+        ("--nosync-durations", settings.durations, "nosync-durations.json"),
     )
     for option, path, example in outputs:
         if path:
