@@ -383,6 +383,21 @@ def entries_from(
     return kept + list(written.values())
 
 
+def merged_writes(writes: Iterable[tuple[list[Entry], list[Report]]]) -> list[Entry]:
+    """One baseline from the writes of a run in shards (each shard's entries and its reports), the entries an unsharded
+    run writes: each shard wrote the entries of its findings and kept the earlier baseline's entries whose scope it did
+    not run; an earlier entry one shard kept but another ran and dropped (it matched nothing there) is dropped."""
+    writes = list(writes)
+    shards = [({_key(e) for e in entries}, _by_target(reports)) for entries, reports in writes]
+    merged: dict[tuple, Entry] = {}
+    for entries, _ in writes:
+        for entry in entries:
+            dropped = any(_ran(entry, by_target) and _key(entry) not in kept for kept, by_target in shards)
+            if not dropped:
+                merged.setdefault(_key(entry), entry)
+    return list(merged.values())
+
+
 def recorded(reports: Iterable[Report]) -> int:
     """The findings a written baseline accepts: every failing or known one of the run."""
     return sum(1 for r in reports for f in r.findings if f.status in (Status.FAIL, Status.KNOWN))

@@ -1,12 +1,16 @@
-"""The census beyond one machine (plugin.census_shard, census.shards): a small fake checkout of tester modules in
-family folders, packed into shards by recorded durations; bad shards and durations files are one sentence."""
+"""The census beyond one machine (plugin.census_shard, census.shards, census.merge): a small fake checkout of tester
+modules in family folders, censused whole and in 3 shards by the durations the whole run wrote; the shards' reports
+merged are the whole run's report, and what is not every shard of one census is refused with one sentence."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_nosync import cli
 from pytest_nosync.census import shards
 
 TESTER = """
@@ -49,6 +53,137 @@ def _checkout(pytester: pytest.Pytester, reading: str = "") -> None:
                                                 denoiser=("net" if i else "transformer"), read=name == reading)
                                   for i, name in enumerate(classes)))  # fmt: skip
     pytester.makeini("[pytest]\nmarkers =\n    gpu\n")
+
+
+def _comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A report without what differs between two runs of the same checks: when, how long, and which shard."""
+    tests = [{**t, "metrics": {k: v for k, v in t["metrics"].items() if not k.endswith(("_s", "_ms", "_ns"))}}
+             for t in doc["tests"]]  # fmt: skip
+    return {"summary": doc["summary"], "census": doc["census"], "baseline_reviews": doc["baseline_reviews"],
+            "targets": sorted(doc["seconds_per_target"]), "tests": tests}  # fmt: skip
+
+
+def _merge(*args: str) -> tuple[int, str]:
+    try:
+        return cli.main(["census", "merge", *args]), ""
+    except SystemExit as exc:
+        return int(exc.code or 0), ""
+
+
+def test_three_shards_merged_are_the_unsharded_census(pytester: pytest.Pytester, capsys: pytest.CaptureFixture) -> None:
+    _checkout(pytester)
+    whole = pytester.runpytest(*RUN, "--nosync-report=whole.json", "--nosync-durations=durations.json")
+    whole.assert_outcomes(passed=14)
+    durations = json.loads((pytester.path / "durations.json").read_text())
+    assert len(durations) == 14 and all(seconds > 0 for seconds in durations.values())  # pytest-split's format
+    # a second each, for shards this test can name: 14 s, 4.7 s a shard; flux (6 s) is split by module, wan (4 s) not
+    (pytester.path / "durations.json").write_text(json.dumps(dict.fromkeys(durations, 1.0)))
+    planned = [{"flux/test_flux_img2img.py", "sana/test_sana.py"}, {"wan/test_wan.py", "wan/test_wan_vace.py"},
+               {"flux/test_flux.py", "ltx/test_ltx.py"}]  # fmt: skip
+
+    ran: list[set[str]] = []
+    for k in (1, 2, 3):
+        result = pytester.runpytest(*RUN, f"--nosync-shard={k}/3", "--nosync-durations=durations.json",
+                                    f"--nosync-report=shard{k}.json")  # fmt: skip
+        assert result.ret == 0, result.stdout.str()
+        result.stdout.fnmatch_lines([f"nosync: shard {k}/3: * test module(s) of * family folder(s)*"])
+        ran.append({t["test_id"] for t in json.loads((pytester.path / f"shard{k}.json").read_text())["tests"]})
+    assert sum(len(r) for r in ran) == 14 and len(set.union(*ran)) == 14  # each check in one shard
+    assert [{t.split("::")[0].removeprefix("tests/pipelines/") for t in r} for r in ran] == planned
+
+    paths = [str(pytester.path / f"shard{k}.json") for k in (3, 1, 2)]  # in any order
+    capsys.readouterr()
+    assert cli.main(["census", "merge", *paths, "--out", str(pytester.path / "census.json")]) == 0
+    assert capsys.readouterr().out.startswith("census merge: 3 shards, 14 test reports, 7 tester classes → ")
+    merged = json.loads((pytester.path / "census.json").read_text())
+    unsharded = json.loads((pytester.path / "whole.json").read_text())
+    assert _comparable(merged) == _comparable(unsharded)
+    assert list(merged["census"]["outcomes"]) == list(unsharded["census"]["outcomes"])  # in the same order
+    assert "shard" not in merged
+    # the tables of the two are the same page
+    cli.main(["census", str(pytester.path / "census.json")])
+    merged_table = capsys.readouterr().out
+    cli.main(["census", str(pytester.path / "whole.json")])
+    assert capsys.readouterr().out == merged_table
+
+    # a missing shard, a shard twice, a report of no shard, a shard of another plan: one sentence, exit 4, no output
+    out = str(pytester.path / "partial.json")
+    refused = {
+        "missing": (paths[:2], "shard(s) 2 of 3 missing: a census merges every shard's report"),
+        "twice": ([paths[0], paths[0], paths[1]], "are both shard 3/3"),
+        "unsharded": ([*paths, str(pytester.path / "whole.json")], "whole.json is not a shard's report"),
+    }
+    for given, said in refused.values():
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["census", "merge", *given, "--out", out])
+        assert exited.value.code == 4
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1
+    assert not Path(out).exists()
+
+
+def test_the_shards_baseline_writes_merge_into_the_unsharded_runs(pytester: pytest.Pytester) -> None:
+    """Each shard keeps the earlier baseline's entries of classes it did not run: an entry another shard ran and
+    matched nothing with (a class fixed since) is dropped from the merged baseline, as the unsharded run drops it."""
+    _checkout(pytester, reading="SanaPipelineFastTests")
+    run = (*RUN[:4], "--nosync-checks=syncs", "-p", "no:cacheprovider")
+    pytester.runpytest(*run, "--nosync-baseline-write=recorded.json", "--nosync-report=first.json").assert_outcomes(
+        passed=7
+    )  # the sync recorded, not failed
+    (sana,) = json.loads((pytester.path / "recorded.json").read_text())["entries"]
+    fixed = {**sana, "target": "test_wan::WanPipelineFastTests"}  # an entry of a class that no longer syncs
+    earlier = {**json.loads((pytester.path / "recorded.json").read_text()), "entries": [sana, fixed]}
+    (pytester.path / "earlier.json").write_text(json.dumps(earlier))
+    tests = [t["test_id"] for t in json.loads((pytester.path / "first.json").read_text())["tests"]]
+    (pytester.path / "durations.json").write_text(json.dumps(dict.fromkeys(tests, 1.0)))
+
+    judged = (*run, "--nosync-baseline=earlier.json", "--nosync-durations=durations.json")
+    pytester.runpytest(*judged, "--nosync-baseline-write=whole.json").assert_outcomes(passed=7)
+    for k in (1, 2, 3):
+        pytester.runpytest(*judged, f"--nosync-shard={k}/3", f"--nosync-baseline-write=b{k}.json",
+                           f"--nosync-report=s{k}.json")  # fmt: skip
+    writes = [json.loads((pytester.path / f"b{k}.json").read_text())["entries"] for k in (1, 2, 3)]
+    assert sum(fixed in entries for entries in writes) == 2  # kept by the two shards that did not run it
+
+    reports = [str(pytester.path / f"s{k}.json") for k in (1, 2, 3)]
+    baselines = [str(pytester.path / f"b{k}.json") for k in (1, 2, 3)]
+    out = str(pytester.path / "census.json")
+    assert cli.main(["census", "merge", *reports, "--out", out, "--baselines", *baselines,
+                     "--baseline-out", str(pytester.path / "merged.json")]) == 0  # fmt: skip
+    merged, whole = (json.loads((pytester.path / f"{name}.json").read_text()) for name in ("merged", "whole"))
+    assert merged == whole and [e["target"] for e in merged["entries"]] == ["test_sana::SanaPipelineFastTests"]
+
+
+def test_a_shard_of_another_selection_or_version_or_a_class_in_two_shards_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from pytest_nosync import run_report
+
+    shard = {"count": 2, "plan": "p", "checkout": "c", "plugin": "0.1.0",
+             "selection": {"checks": ["syncs"], "scenarios": ["plain"]}}  # fmt: skip
+    checked = {"a/test_a.py::ATests": {"syncs": {"verdict": "checked", "passed": True}}}
+    changed = {
+        "checks": ({"selection": {"checks": ["syncs", "graph_breaks"]}}, {}, "s2.json is a shard of another selection"),
+        "plugin": ({"plugin": "0.2.0"}, {}, "s2.json is a shard of another pytest-nosync version than"),
+        "checkout": ({"checkout": "d"}, {}, "s2.json is a shard of another checkout than"),
+        "plan": ({"plan": "q"}, {}, "s2.json is a shard of another shard plan (other durations"),
+        "a class twice": ({}, checked, "the tester class a/test_a.py::ATests is in two shards"),
+    }
+    for other, outcomes, said in changed.values():
+        paths = []
+        for index, extra in ((1, {}), (2, other)):
+            path = tmp_path / f"s{index}.json"
+            census = {"schema": "pytest-nosync-census/2", "outcomes": outcomes}
+            doc = run_report.document(
+                [], {"diffusers": "0.42.1"}, {"census": census, "shard": {**shard, **extra, "index": index}}
+            )
+            run_report.write(str(path), doc)
+            paths.append(str(path))
+        with pytest.raises(SystemExit) as exited:
+            cli.main(["census", "merge", *paths, "--out", str(tmp_path / "out.json")])
+        err = capsys.readouterr().err
+        assert exited.value.code == 4 and said in err and err.count("\n") == 1
+        assert not (tmp_path / "out.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -1,17 +1,20 @@
 """The census's outputs, one module each, registered in OUTPUTS: `python -m pytest_nosync census <name>` is built
 from it (the subcommands in its order, each with its help and arguments; `census REPORT...` is its first, the table).
 
-An output module (table, diff, raises, scenarios, plot) reads a run's --nosync-report as a census (base), renders it
-with the census's data modules (census.table, census.diff, census.upstream, census.scenario_map) and defines
+An output module (table, diff, raises, scenarios, plot, merge) reads a run's --nosync-report as a census (base),
+renders it with the census's data modules (census.table, census.diff, census.upstream, census.scenario_map; merge:
+census.merge) and defines
 `OUTPUT = Output(name, help, arguments, run)`. Adding an output: one module here, its entry below, its test.
 """
 
 from __future__ import annotations
 
-from . import diff, plot, raises, scenarios, table
+from . import diff, merge, plot, raises, scenarios, table
 from .base import Output
 
-OUTPUTS: dict[str, Output] = {module.OUTPUT.name: module.OUTPUT for module in (table, diff, raises, scenarios, plot)}
+OUTPUTS: dict[str, Output] = {
+    module.OUTPUT.name: module.OUTPUT for module in (table, diff, raises, scenarios, plot, merge)
+}
 DEFAULT = "table"  # `census REPORT...` is `census table REPORT...`: the table came first, and its command line stays
 
 __all__ = ["DEFAULT", "OUTPUTS", "Output"]
