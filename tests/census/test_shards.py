@@ -184,6 +184,19 @@ def test_a_shard_of_another_selection_or_version_or_a_class_in_two_shards_is_ref
         err = capsys.readouterr().err
         assert exited.value.code == 4 and said in err and err.count("\n") == 1
         assert not (tmp_path / "out.json").exists()
+    # a shard of no tester class has no census in its report: merged as an empty part
+    doc = run_report.document([], {"diffusers": "0.42.1"}, {"shard": {**shard, "index": 2}})
+    run_report.write(paths[1], doc)
+    run_report.write(
+        paths[0],
+        run_report.document(
+            [],
+            {"diffusers": "0.42.1"},
+            {"census": {"schema": "pytest-nosync-census/2", "outcomes": checked}, "shard": {**shard, "index": 1}},
+        ),
+    )
+    assert cli.main(["census", "merge", *paths, "--out", str(tmp_path / "out.json")]) == 0
+    assert list(json.loads((tmp_path / "out.json").read_text())["census"]["outcomes"]) == list(checked)
 
 
 @pytest.mark.parametrize(

@@ -24,13 +24,15 @@ class Output:
     run: Callable[[argparse.Namespace], int]
 
 
-def census_of(path: str) -> tuple[dict[str, Any], list[Report], Coverage]:
+def census_of(path: str, required: bool = True) -> tuple[dict[str, Any], list[Report], Coverage]:
     """A report's document, its tests' reports and its census's coverage; a usage error for a file that is not one,
-    or holds a census of another schema."""
+    or holds a census of another schema, or none where one is `required` (else an empty coverage)."""
     try:
         doc, found = read(path)
     except (OSError, ValueError) as exc:
         raise unreadable("the report", path, exc) from None
+    if "census" not in doc and not required:
+        return doc, found, Coverage()
     if "census" not in doc:
         raise UsageError(f"{path} has no census: run diffusers' tests with --nosync and --nosync-report")
     try:
