@@ -99,8 +99,8 @@ class ModularTester(Tester):
         try:
             patches.setattr(self.blocks_class, "init_pipeline", init_pipeline)
             patches.setattr(ModularPipeline, "load_components", load_components)
-            if callable(own):
-                pipe = own(dtype=dtype)
+            if callable(own):  # dtype by position: a tester may name it torch_dtype (Cosmos3 distilled's)
+                pipe = own(None, dtype)
             else:
                 pipe = self.blocks_class().init_pipeline(self.repo)
                 pipe.load_components(dtype=dtype)
