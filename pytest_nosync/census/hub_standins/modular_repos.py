@@ -19,9 +19,39 @@ Components = Callable[[], dict[str, Any]]
 # repository id -> (the classic tester's module, its class), importable in a diffusers checkout's test run
 FROM_CLASSIC_TESTERS = {
     "hf-internal-testing/tiny-flux-modular": ("tests.pipelines.flux.test_pipeline_flux", "FluxPipelineTesterConfig"),
+    "hf-internal-testing/tiny-flux-kontext-pipe": (
+        "tests.pipelines.flux.test_pipeline_flux_kontext",
+        "FluxKontextPipelineFastTests",
+    ),
+    "hf-internal-testing/tiny-flux2-klein-modular": (
+        "tests.pipelines.flux2.test_pipeline_flux2_klein",
+        "Flux2KleinPipelineTesterConfig",
+    ),
+    "AlanPonnachan/tiny-sd3-modular": (
+        "tests.pipelines.stable_diffusion_3.test_pipeline_stable_diffusion_3",
+        "StableDiffusion3PipelineFastTests",
+    ),
+    "hf-internal-testing/tiny-sdxl-modular": (
+        "tests.pipelines.stable_diffusion_xl.test_stable_diffusion_xl",
+        "StableDiffusionXLPipelineFastTests",
+    ),
+    "hf-internal-testing/tiny-qwenimage-modular": (
+        "tests.pipelines.qwenimage.test_qwenimage",
+        "QwenImagePipelineTesterConfig",
+    ),
+    "hf-internal-testing/tiny-wan-modular-pipe": ("tests.pipelines.wan.test_wan", "WanPipelineTesterConfig"),
+    "akshan-main/tiny-ltx-modular-pipe": ("tests.pipelines.ltx.test_ltx", "LTXPipelineFastTests"),
+    "hf-internal-testing/tiny-zimage-modular-pipe": ("tests.pipelines.z_image.test_z_image", "ZImagePipelineFastTests"),
+    "hf-internal-testing/tiny-helios-modular-pipe": ("tests.pipelines.helios.test_helios", "HeliosPipelineFastTests"),
+    "hf-internal-testing/tiny-cosmos3-modular-pipe": (
+        "tests.pipelines.cosmos.test_cosmos3",
+        "Cosmos3OmniPipelineFastTests",
+    ),
+    "hf-internal-testing/tiny-flux2-klein-base-modular": (
+        "tests.pipelines.flux2.test_pipeline_flux2_klein",
+        "Flux2KleinPipelineTesterConfig",
+    ),
 }
-
-MODULAR_STANDINS: dict[str, Components] = {}  # repository id -> its components, for repositories built otherwise
 
 
 class NoStandIn(Exception):
@@ -44,3 +74,44 @@ def _classic_components(module: str, name: str) -> dict[str, Any]:
     except (ImportError, AttributeError) as exc:
         raise NoStandIn(f"its stand-in's classic tester {module}.{name} cannot be imported: {exc}") from exc
     return tester().get_dummy_components()
+
+
+def _hunyuan_video1_5_own_guider() -> dict[str, Any]:
+    # the classic tester's guider has guidance_scale 1.0; the modular blocks make their own (from_config, 7.5), as
+    # a load from the hub does, and their text encoder step needs the negative embeddings that guidance makes
+    components = _classic_components(
+        "tests.pipelines.hunyuan_video1_5.test_hunyuan_1_5", "HunyuanVideo15PipelineFastTests"
+    )
+    del components["guider"]
+    return components
+
+
+def _krea2_misfit() -> dict[str, Any]:
+    raise NoStandIn(
+        "the modular Krea2 blocks read 12 fixed text encoder layers up to the 36th (KREA2_TEXT_ENCODER_SELECT_LAYERS) "
+        "into a transformer taking 12; the classic Krea2 tester's text encoder has 2 and its transformer takes 3"
+    )
+
+
+def _cosmos3_distilled_misfit() -> dict[str, Any]:
+    raise NoStandIn(
+        "the distilled Cosmos3 blocks need the pipeline config's distilled_sigmas, which the hub repository's "
+        "modular_model_index.json sets and components alone cannot"
+    )
+
+
+def _helios_pyramid_misfit() -> dict[str, Any]:
+    raise NoStandIn(
+        "the pyramid Helios blocks need a multi-stage HeliosScheduler; the classic Helios tester's has one stage "
+        "and no classic tester builds the pyramid one"
+    )
+
+
+# repository id -> its components, for repositories a classic tester's components do not fit as they are
+MODULAR_STANDINS: dict[str, Components] = {
+    "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
+    "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": _cosmos3_distilled_misfit,
+    "hf-internal-testing/tiny-helios-pyramid-modular-pipe": _helios_pyramid_misfit,
+    "hf-internal-testing/tiny-krea2-modular-pipe": _krea2_misfit,
+    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _krea2_misfit,
+}
