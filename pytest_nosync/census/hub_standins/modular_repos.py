@@ -47,6 +47,7 @@ FROM_CLASSIC_TESTERS = {
         "tests.pipelines.cosmos.test_cosmos3",
         "Cosmos3OmniPipelineFastTests",
     ),
+    "hf-internal-testing/tiny-ltx2-modular-pipe": ("tests.pipelines.ltx2.test_ltx2", "LTX2PipelineFastTests"),
     "hf-internal-testing/tiny-flux2-klein-base-modular": (
         "tests.pipelines.flux2.test_pipeline_flux2_klein",
         "Flux2KleinPipelineTesterConfig",
@@ -100,6 +101,13 @@ def _cosmos3_distilled_misfit() -> dict[str, Any]:
     )
 
 
+def _ltx2_5_misfit() -> dict[str, Any]:
+    raise NoStandIn(
+        "the LTX-2.5 blocks decode with a diffusion_decoder (LTX2VideoDiffusionDecoderModel) that no classic "
+        "tester's components include"
+    )
+
+
 def _helios_pyramid_misfit() -> dict[str, Any]:
     raise NoStandIn(
         "the pyramid Helios blocks need a multi-stage HeliosScheduler; the classic Helios tester's has one stage "
@@ -112,6 +120,7 @@ MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
     "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": _cosmos3_distilled_misfit,
     "hf-internal-testing/tiny-helios-pyramid-modular-pipe": _helios_pyramid_misfit,
+    "hf-internal-testing/tiny-ltx2-5-modular-pipe": _ltx2_5_misfit,
     "hf-internal-testing/tiny-krea2-modular-pipe": _krea2_misfit,
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _krea2_misfit,
 }
