@@ -147,3 +147,27 @@ def test_no_stand_in_unbuildable_blocks_are_counted_and_a_raise_in_the_loop_is_a
     assert "Unbuildable() raised TypeError: these blocks need a block that is not there" in out
     line = modular_loop.line_of("raises in the modular loop")
     result.stdout.fnmatch_lines([f"*error*modular_loop.py:{line}*step 0*", "*ValueError: the modular loop fails*"])
+
+
+def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked(pytester: pytest.Pytester) -> None:
+    # as diffusers' Cosmos3 distilled config names it; a keyword dtype raised TypeError in its get_pipeline
+    configs = CONFIGS.format(read=False, repo=REPO).replace("dtype=torch.float32)", "torch_dtype=torch.float32)")
+    configs = configs.replace("load_components(dtype=dtype)", "load_components(dtype=torch_dtype)")
+    assert "torch_dtype=torch.float32" in configs
+    pytester.makepyfile(test_modular_pipeline_loop=configs)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("repo", "reason"),
+    [
+        ("hf-internal-testing/tiny-krea2-modular-pipe", "12 fixed text encoder layers"),
+        ("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe", "distilled_sigmas"),
+        ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
+        ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
+    ],
+)
+def test_a_repository_its_classic_components_do_not_fit_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
+    with pytest.raises(modular_repos.NoStandIn, match=reason):
+        modular_repos.components_for(repo)()
