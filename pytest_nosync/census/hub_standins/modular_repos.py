@@ -4,8 +4,10 @@ A modular tester builds its pipeline with `blocks.init_pipeline(repo)` and `load
 `modular_model_index.json` names each component's own repository and subfolder. The stand-in skips that file: it is
 the components themselves, a function returning them by name, which the census gives the pipeline the blocks made
 (`update_components`). A family's tiny modular repository holds the same tiny models as its classic tester's dummy
-components, so a stand-in is that tester's `get_dummy_components()` (MODULAR_STANDINS: repository id -> (its test
-module, its tester class)). A repository with no stand-in is not checked, with that reason, never passed.
+components, so a stand-in is that tester's `get_dummy_components()` (FROM_CLASSIC_TESTERS: repository id -> (its test
+module, its tester class)); where those components need an adaptation, or cannot fit the blocks at all, a named
+function does it or raises the reason (MODULAR_STANDINS). A repository with no stand-in is not checked, with that
+reason, never passed. What each stands in with, measured: docs/census.md, "Modular Diffusers".
 """
 
 from __future__ import annotations
