@@ -89,7 +89,11 @@ class ModularTester(Tester):
                 raise NotDrivable(_reason(f"{type(blocks).__name__}().init_pipeline()", exc)) from exc
 
         def load_components(pipe: Any, names: Any = None, **kwargs: Any) -> None:
-            pipe.update_components(**components())
+            given = components()
+            try:  # components the blocks refuse are the stand-in's misfit, not the pipeline's raise
+                pipe.update_components(**given)
+            except Exception as exc:
+                raise NotDrivable(_reason(f"the stand-in of {self.repo} in {type(pipe).__name__}", exc)) from exc
 
         try:  # blocks that cannot be built are the tester's, not the pipeline's call, which is what is checked
             self.blocks_class()

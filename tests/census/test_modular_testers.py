@@ -171,3 +171,19 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
 def test_a_repository_its_classic_components_do_not_fit_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
     with pytest.raises(modular_repos.NoStandIn, match=reason):
         modular_repos.components_for(repo)()
+
+
+def test_a_stand_in_whose_components_the_blocks_refuse_is_not_checked_with_its_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: components that `update_components` refuses (a misfit stand-in, as Wan Animate's components were for
+    Wan Animate 2's blocks) were the pipeline's `error` finding, a failed check; they are the stand-in's: not checked,
+    with the reason."""
+    misfit = "nosync-twins/misfit-modular-repo"
+    monkeypatch.setitem(modular_repos.MODULAR_STANDINS, misfit, lambda: {"scheduler": object()})
+    pytester.makepyfile(test_modular_pipeline_misfit=CONFIGS.format(read=False, repo=misfit))
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=1)
+    out = result.stdout.str()
+    assert "0 of 1 checks reached a verdict; 0 of 1 pipeline classes fully checked; 1 not checkable" in out, out
+    assert f"the stand-in of {misfit} in" in out and "raised ValueError: Cannot create ComponentSpec" in out, out
