@@ -5,8 +5,8 @@ A modular tester builds its pipeline with `blocks.init_pipeline(repo)` and `load
 the components themselves, a function returning them by name, which the census gives the pipeline the blocks made
 (`update_components`). A family's tiny modular repository holds the same tiny models as its classic tester's dummy
 components, so a stand-in is that tester's `get_dummy_components()` (FROM_CLASSIC_TESTERS: repository id -> (its test
-module, its tester class)); where those components need an adaptation, or cannot fit the blocks at all, a named
-function does it or raises the reason (MODULAR_STANDINS). A repository with no stand-in is not checked, with that
+module, its tester class)); where those components need an adaptation, a named function does it (MODULAR_STANDINS),
+and where they cannot fit the blocks at all, MISFITS says why. A repository with no stand-in is not checked, with that
 reason, never passed. What each stands in with, measured: docs/census.md, "Modular Diffusers".
 """
 
@@ -63,6 +63,8 @@ class NoStandIn(Exception):
 
 def components_for(repo: str) -> Components:
     """The function building the components of `repo`'s stand-in; NoStandIn where it has none."""
+    if repo in MISFITS:
+        raise NoStandIn(MISFITS[repo])
     if repo in MODULAR_STANDINS:
         return MODULAR_STANDINS[repo]
     if repo in FROM_CLASSIC_TESTERS:
@@ -89,40 +91,29 @@ def _hunyuan_video1_5_own_guider() -> dict[str, Any]:
     return components
 
 
-def _krea2_misfit() -> dict[str, Any]:
-    raise NoStandIn(
-        "the modular Krea2 blocks read 12 fixed text encoder layers up to the 36th (KREA2_TEXT_ENCODER_SELECT_LAYERS) "
-        "into a transformer taking 12; the classic Krea2 tester's text encoder has 2 and its transformer takes 3"
-    )
-
-
-def _cosmos3_distilled_misfit() -> dict[str, Any]:
-    raise NoStandIn(
-        "the distilled Cosmos3 blocks need the pipeline config's distilled_sigmas, which the hub repository's "
-        "modular_model_index.json sets and components alone cannot"
-    )
-
-
-def _ltx2_5_misfit() -> dict[str, Any]:
-    raise NoStandIn(
-        "the LTX-2.5 blocks decode with a diffusion_decoder (LTX2VideoDiffusionDecoderModel) that no classic "
-        "tester's components include"
-    )
-
-
-def _helios_pyramid_misfit() -> dict[str, Any]:
-    raise NoStandIn(
-        "the pyramid Helios blocks need a multi-stage HeliosScheduler; the classic Helios tester's has one stage "
-        "and no classic tester builds the pyramid one"
-    )
-
-
 # repository id -> its components, for repositories a classic tester's components do not fit as they are
 MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
-    "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": _cosmos3_distilled_misfit,
-    "hf-internal-testing/tiny-helios-pyramid-modular-pipe": _helios_pyramid_misfit,
-    "hf-internal-testing/tiny-ltx2-5-modular-pipe": _ltx2_5_misfit,
-    "hf-internal-testing/tiny-krea2-modular-pipe": _krea2_misfit,
-    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _krea2_misfit,
+}
+
+_KREA2 = (
+    "the modular Krea2 blocks read 12 fixed text encoder layers up to the 36th (KREA2_TEXT_ENCODER_SELECT_LAYERS) "
+    "into a transformer taking 12; the classic Krea2 tester's text encoder has 2 and its transformer takes 3"
+)
+# repository id -> why no classic tester's components fit its blocks (no stand-in, with that reason)
+MISFITS: dict[str, str] = {
+    "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": (
+        "the distilled Cosmos3 blocks need the pipeline config's distilled_sigmas, which the hub repository's "
+        "modular_model_index.json sets and components alone cannot"
+    ),
+    "hf-internal-testing/tiny-helios-pyramid-modular-pipe": (
+        "the pyramid Helios blocks need a multi-stage HeliosScheduler; the classic Helios tester's has one stage "
+        "and no classic tester builds the pyramid one"
+    ),
+    "hf-internal-testing/tiny-ltx2-5-modular-pipe": (
+        "the LTX-2.5 blocks decode with a diffusion_decoder (LTX2VideoDiffusionDecoderModel) that no classic "
+        "tester's components include"
+    ),
+    "hf-internal-testing/tiny-krea2-modular-pipe": _KREA2,
+    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _KREA2,
 }
