@@ -39,29 +39,7 @@ if [ -n "${NOSYNC_DURATIONS:-}" ] && [ -f "$NOSYNC_DURATIONS" ]; then cp "$NOSYN
 
 # what the baseline does not know: the findings a judged run fails on (a writing shard recorded them instead)
 set +e
-"$python" - "$out/census.json" > "$out/summary.md" <<'PYTHON'
-import json
-import sys
-from collections import Counter
-
-from pytest_nosync.render import short_path
-
-doc = json.load(open(sys.argv[1], encoding="utf-8"))
-new = Counter((t["test_id"], f["kind"], short_path(f["where"])) for t in doc["tests"] for f in t["findings"]
-              if f["status"] == "fail")
-gone = [r for r in doc.get("baseline_reviews", []) if r["status"] in ("fixed", "stale")]
-classes = doc.get("census", {}).get("classes", 0)
-print(f"## nosync census: {classes} tester classes, {len(doc['tests'])} checks\n")
-print(f"**{sum(new.values())} new** against the baseline" if new else "Nothing new against the baseline", end="")
-print(f"; {len(gone)} baseline entries fixed or stale (baseline.json leaves them out)." if gone else ".")
-print()
-for (test_id, kind, where), count in list(new.items())[:50]:
-    print(f"- `{test_id}`: {kind} at `{where}`" + (f" ({count}×)" if count > 1 else ""))
-if len(new) > 50:
-    print(f"- ... and {len(new) - 50} more places (census.json)")
-print()
-sys.exit(1 if new else 0)
-PYTHON
+"$python" -m pytest_nosync census new "$out/census.json" > "$out/summary.md"
 verdict=$?
 set -e
 "$python" -m pytest_nosync census table "$out/census.json" --title "Census" >> "$out/summary.md"
