@@ -187,3 +187,138 @@ def test_a_stand_in_whose_components_the_blocks_refuse_is_not_checked_with_its_r
     out = result.stdout.str()
     assert "0 of 1 checks reached a verdict; 0 of 1 pipeline classes fully checked; 1 not checkable" in out, out
     assert f"the stand-in of {misfit} in" in out and "raised ValueError: Cannot create ComponentSpec" in out, out
+
+
+MODLOOP = """
+from tests.twins import modular_loop as base
+
+
+class ScaledAfterDenoiser(base.LoopAfterDenoiser):
+    def __call__(self, components, block_state, i, t):
+        block_state.noise = 0.1 * block_state.noise  # the scaled step
+        return super().__call__(components, block_state, i, t)
+
+
+def never_run():
+    return 0
+
+
+class ScaledLoop(base.DenoiseLoop):
+    block_classes = [base.LoopDenoiser, ScaledAfterDenoiser]
+    block_names = ["denoiser", "after_denoiser"]
+
+
+class ScaledBlocks(base.LoopBlocks):
+    block_classes = [base.SetTimesteps, ScaledLoop]
+"""
+
+
+def _scaled_configs(repo: str) -> str:
+    """Two configs: one on the blocks of modloop.py (the pytester directory's, so a branch can change them), one on
+    the twins' own blocks."""
+    own_blocks = "from tests.twins.modular_loop import LoopBlocks"
+    configs = CONFIGS.format(read=False, repo=repo)
+    configs = configs.replace(own_blocks, f"from modloop import ScaledBlocks\n{own_blocks}")
+    configs = configs.replace("pipeline_blocks_class = LoopBlocks", "pipeline_blocks_class = ScaledBlocks", 1)
+    own = configs.index("class TestLoopModularPipelineAgain")
+    return configs[:own] + OTHER_CONFIG.format(repo=repo)
+
+
+OTHER_CONFIG = """
+class TestOwnBlocksModularPipelineFast(LoopModularTesterConfig):
+    pipeline_blocks_class = LoopBlocks
+"""
+
+
+def test_changed_runs_the_modular_configs_whose_loop_blocks_a_change_touches(pytester: pytest.Pytester) -> None:
+    """--nosync-changed over modular configs: the code their loop blocks ran is recorded like a classic tester's."""
+    from tests.census.test_tester_classes import _git, _main_branch
+
+    pytester.syspathinsert()
+    pytester.makepyfile(modloop=MODLOOP, test_modular_pipeline_scaled=_scaled_configs(REPO))
+    _main_branch(pytester)
+    args = ("-m", "gpu", "--nosync", "-k", "syncs")
+    pytester.runpytest(*args).assert_outcomes(passed=2)  # both recorded
+    _git(pytester, "switch", "-q", "-c", "branch")
+
+    blocks = pytester.path / "modloop.py"
+    main = blocks.read_text()
+    blocks.write_text(main.replace("return 0", "return 1"))  # a function no config ran
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes()
+    assert "0 of 2 pipeline tester classes run" in result.stdout.str(), result.stdout.str()
+
+    blocks.write_text(main.replace("0.1 * block_state", "0.2 * block_state"))  # in the step one config's loop ran
+    result = pytester.runpytest(*args, "--nosync-changed")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "1 of 2 pipeline tester classes run: 1 touched by the change" in out, out
+    assert "TestLoopModularPipelineFast: modloop.py (ScaledAfterDenoiser.__call__)" in out, out
+    assert "TestOwnBlocksModularPipelineFast::nosync[syncs] PASSED" not in out
+
+
+GATED_BLOCKS = """
+from tests.twins import modular_loop as base
+
+
+class ReadingAfterDenoiser(base.LoopAfterDenoiser):
+    def __call__(self, components, block_state, i, t):
+        block_state.noise = block_state.noise * float(t)  # main's sync, accepted in the baseline
+        return super().__call__(components, block_state, i, t)
+
+
+class ReadingLoop(base.DenoiseLoop):
+    block_classes = [base.LoopDenoiser, ReadingAfterDenoiser]
+    block_names = ["denoiser", "after_denoiser"]
+
+
+class ReadingBlocks(base.LoopBlocks):
+    block_classes = [base.SetTimesteps, ReadingLoop]
+"""
+
+
+def test_the_baseline_gates_modular_configs_as_it_gates_tester_classes(pytester: pytest.Pytester) -> None:
+    """Written on main, a modular loop's known sync stays known when the code around it moves; a sync a branch adds
+    fails at its line."""
+    pytester.syspathinsert()
+    configs = CONFIGS.format(read=False, repo=REPO).replace(
+        "from tests.twins.modular_loop import LoopBlocks", "from gated_blocks import ReadingBlocks as LoopBlocks"
+    )
+    pytester.makepyfile(test_modular_pipeline_gated=configs)
+    blocks = pytester.path / "gated_blocks.py"
+    args = ("-m", "gpu", "--nosync", "-k", "syncs", "-p", "no:cacheprovider")
+
+    blocks.write_text(GATED_BLOCKS)
+    pytester.runpytest(*args, "--nosync-baseline-write=base.json").assert_outcomes(passed=1)  # recorded
+    (entry,) = json.loads((pytester.path / "base.json").read_text())["entries"]
+    assert (entry["file"], entry["code"]) == ("gated_blocks.py", "block_state.noise = block_state.noise * float(t)")
+
+    blocks.write_text("# moved down by a comment\n\n" + GATED_BLOCKS)
+    pytester.runpytest(*args, "--nosync-baseline=base.json").assert_outcomes(passed=1)
+
+    marker = "        scale = float(block_state.latents.abs().max())  # added"
+    added = GATED_BLOCKS.replace("        return super()", f"{marker}\n        return super()")
+    blocks.write_text(added)
+    result = pytester.runpytest(*args, "--nosync-baseline=base.json")
+    result.assert_outcomes(failed=1)
+    line = added.splitlines().index(marker) + 1
+    result.stdout.fnmatch_lines([f"*dtoh_sync*gated_blocks.py:{line}*", "*known issues*", "*gated_blocks.py:7*"])
+
+
+def test_a_modular_config_has_its_row_in_the_scenario_map(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The scenario map of a census with a modular config: its row, a verdict per scenario the emulation runs."""
+    from pytest_nosync import cli
+
+    pytester.makepyfile(test_modular_pipeline_loop=CONFIGS.format(read=False, repo=REPO))
+    scenarios = "--nosync-scenarios=plain,layerwise_casting,group_offload_block"
+    args = ("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", scenarios)
+    pytester.runpytest(*args, "--nosync-report=report.json").assert_outcomes(passed=2, failed=1)
+    capsys.readouterr()
+    report = str(pytester.path / "report.json")
+    assert cli.main(["census", "scenarios", report, "--check", "syncs"]) == 0
+    out = capsys.readouterr().out
+    # the row is the blocks' pipeline class (the twins' blocks make a plain ModularPipeline), a count in each column
+    (row,) = [line.split(" | ") for line in out.splitlines() if line.startswith("| ModularPipeline |")]
+    assert len(row) == 4 and all(cell.strip(" |").isdigit() for cell in row[1:]), out
