@@ -1,6 +1,8 @@
 """`python -m pytest_nosync profile`: build a target's pipeline (tiny random weights, or --checkpoint), make `--warmup`
 unprofiled calls (compile mode compiles the denoiser there), then profile one call under a guard that marks its steps
-and regions, print the diagnosis and write the trace. cli.py parses the command line and calls `profile`."""
+and regions, print the diagnosis and write the trace. The pipeline takes the suite's path (suite.pipelines: prepare,
+then `call`), so a raise while compiling, in a warm-up call or in the profiled call is the report's `error` finding.
+cli.py parses the command line and calls `profile`."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from .profiling.diagnose import TraceDiagnosis
 from .profiling.export import fresh_private_dir
 from .profiling.render import render_diagnosis
 from .render import render_report
-from .suite.guarded_call import guarded_call
+from .suite.pipelines import call, prepare
 from .suite.targets import registry
 from .suite.targets.base import CallContext
 
@@ -75,19 +77,10 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
         out = str(_temporary_dir(args) / f"{args.target}-{args.mode}.json")
     target = targets[args.target]
     dtype = getattr(torch, args.dtype) if args.dtype else (torch.bfloat16 if device.type == "cuda" else torch.float32)
-    pipe = build(target, device, dtype, checkpoint=args.checkpoint)
-    if args.mode == "compile":
-        compile_denoiser(pipe, target.denoiser, args.backend)
-
-    def kwargs() -> dict[str, Any]:
-        return target.call_kwargs(pipe, CallContext(device, dtype, args.steps))
-
-    for _ in range(args.warmup):
-        with torch.no_grad():
-            pipe(**kwargs())
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-    # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
+    compiled = (lambda pipe: compile_denoiser(pipe, target.denoiser, args.backend)) if args.mode == "compile" else None
+    # a raise while building stays the command's (as a checkpoint that does not load); the plain scenario
+    prepared = prepare(lambda: build(target, device, dtype, checkpoint=args.checkpoint), None, target.denoiser,
+                       device, then=compiled)  # fmt: skip
     config = TraceConfig(
         mode="never" if args.nsys else "always",
         path=out,
@@ -101,10 +94,10 @@ def profile(args: argparse.Namespace, targets: Mapping[str, Any] | None = None, 
     options = GuardOptions(
         checks=checks, backend=backend or "auto", trace=config, trace_budgets=budgets, denoiser=target.denoiser
     )
-    test_id = f"{args.target}-{args.mode}"
-    report = guarded_call(
-        pipe, kwargs(), options, test_id=test_id, check="syncs" if checks else "trace", target=args.target
-    )
+    test_id, check = f"{args.target}-{args.mode}", "syncs" if checks else "trace"
+    # (no synchronize after the profiled call: stopping the profiler waits for the device itself)
+    report = call(prepared, lambda pipe: target.call_kwargs(pipe, CallContext(device, dtype, args.steps)), options,
+                  warmup=args.warmup, test_id=test_id, check=check, target=args.target)  # fmt: skip
     if not checks:
         print("syncs: not checked on the plain CPU (--device emu checks them on the CPU emulation of a GPU)")
     return _summarise(report, args)

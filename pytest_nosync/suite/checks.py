@@ -94,6 +94,17 @@ def warm(pipe: Any, call_kwargs: CallKwargs, steps: int) -> None:
         weakref.finalize(pipe, _warm.discard, id(pipe))
 
 
+@torch_defaults()
+def warm_calls(pipe: Any, kwargs: Callable[[], dict[str, Any]], calls: int, device: torch.device | None) -> None:
+    """`calls` plain calls, each waited for on a GPU: the profile command's `--warmup` (compile mode compiles the
+    denoiser in the first), made however often it was warmed before."""
+    for _ in range(calls):
+        with torch.no_grad():
+            pipe(**kwargs())
+        if device is not None and device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+
 def warmed(pipe: Any) -> None:
     """Count a pipeline as warm: a caller made its first call itself (the census's calibrating call)."""
     _warm.add(id(pipe))

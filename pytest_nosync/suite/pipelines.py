@@ -1,6 +1,8 @@
 """The one path a pipeline takes to be checked, for the built-in suite and the census of diffusers' tester classes
 alike: build → the scenario turned on (suite.scenarios) → what the caller does before its first call (the census's
-prelude) → the check (suite.checks.run_check: a warm-up call on first use, then the measured call under a guard).
+prelude, the profile command's compiling) → the check (suite.checks.run_check: a warm-up call on first use, then the
+measured call under a guard), or, for the profile command, its own warm-up calls and one call under a guard of its
+options as they are (`call`).
 
 What a scenario does to a pipeline is data of the result, not an exception the caller must route: `Prepared` says
 whether the scenario does not apply (a reason, counted) or raised while it was turned on (the checks' `error`
@@ -9,7 +11,8 @@ installed diffusers lacks, a tester that cannot be driven), or, where the caller
 (the census: a tester's pipeline whose constructor raises).
 
 The suite's tests (plugin.suite_run), a marked test's own pipeline (plugin.run_hooks: its scenario), the census's
-plain and scenario pipelines (census.building) and the graph helpers (plugin.graph_helpers.helper) all come here.
+plain and scenario pipelines (census.building), the graph helpers (plugin.graph_helpers.helper) and the profile
+command (cli_profile) all come here.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..source_identity import short_place
-from .checks import CallKwargs, run_check
-from .guarded_call import error_report
+from .checks import CallKwargs, run_check, warm_calls
+from .guarded_call import error_report, guarded_call
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
 
 
@@ -46,6 +49,7 @@ class Prepared:
     pipe: Any = None
     error: BaseException | None = None  # the scenario (or what followed it) raised: every check reports it
     not_applicable: str = ""  # the scenario does not apply here: every check is skipped with this reason
+    device: torch.device | None = None  # where it runs (a warm-up call on a GPU is waited for: `call`)
 
 
 def prepare(
@@ -66,17 +70,18 @@ def prepare(
     except Exception as exc:
         if callers is None or isinstance(exc, callers):
             raise
-        return Prepared(scenario, error=_raised(exc))  # the pipeline's own constructor, move or first call raised
+        # the pipeline's own constructor, move or first call raised
+        return Prepared(scenario, error=_raised(exc), device=device)
     try:
         with kept_process_wide():
             apply(scenario, pipe, denoiser, device)
         if then is not None:
             then(pipe)
     except NotApplicable as exc:
-        return Prepared(scenario, not_applicable=str(exc))
+        return Prepared(scenario, not_applicable=str(exc), device=device)
     except Exception as exc:  # the feature itself raised on this pipeline: an upstream bug to report
-        return Prepared(scenario, pipe, error=_raised(exc))
-    return Prepared(scenario, pipe)
+        return Prepared(scenario, pipe, error=_raised(exc), device=device)
+    return Prepared(scenario, pipe, device=device)
 
 
 def _raised(exc: Exception) -> BaseException:
@@ -98,14 +103,50 @@ def check(
     raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
     means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
     applicable for the same reason, without a call."""
+
+    def run(pipe: Any) -> Report:
+        return run_check(check, pipe, call_kwargs(pipe), options, steps=steps, test_id=test_id, target=target)
+
+    return _on(prepared, run, options, test_id=test_id, check=check, target=target)
+
+
+def call(
+    prepared: Prepared,
+    call_kwargs: Callable[[Any], dict[str, Any]],
+    options: GuardOptions,
+    *,
+    warmup: int,
+    test_id: str = "",
+    check: str = "",
+    target: str = "",
+) -> Report:
+    """One call of the prepared pipeline (`call_kwargs(pipe)`: a call's kwargs) under a guard of `options` as they
+    are, after `warmup` plain calls (each waited for on a GPU): the profile command's, whose guard is its own (a
+    trace, the sync check where syncs exist) rather than one check's with the suite's plan. A raise in the scenario,
+    a warm-up call or the call is the report's `error` finding, as in `check`."""
+
+    def run(pipe: Any) -> Report:
+        try:
+            warm_calls(pipe, lambda: call_kwargs(pipe), warmup, prepared.device)
+        except Exception as exc:  # the pipeline itself fails before the guarded call: that is the finding
+            return error_report(exc, options, test_id=test_id, check=check, target=target)
+        return guarded_call(pipe, lambda: call_kwargs(pipe), options, test_id=test_id, check=check, target=target)
+
+    return _on(prepared, run, options, test_id=test_id, check=check, target=target)
+
+
+def _on(
+    prepared: Prepared, run: Callable[[Any], Report], options: GuardOptions, *, test_id: str, check: str, target: str
+) -> Report:
+    """`run(pipe)` on the prepared pipeline with its scenario's calls context, or the error its scenario raised, as a
+    report of `check`; NotApplicable as `check` says. The one place a raise while preparing becomes a report."""
     if prepared.not_applicable:
         raise NotApplicable(prepared.not_applicable)
     if prepared.error is not None:
         report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
     else:
         with calls_context(prepared.scenario):
-            report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
-                               test_id=test_id, target=target)  # fmt: skip
+            report = run(prepared.pipe)
     report.scenario = prepared.scenario.name
     reason = unsupported(prepared.scenario, report)
     if reason:

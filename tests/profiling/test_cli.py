@@ -193,3 +193,24 @@ def test_without_a_gpu_the_default_device_is_the_emulation_as_in_pytest(tmp_path
     assert _main("profile", "--target", "tiny", "--out", str(tmp_path / "t.json")) == 0
     assert BUILT[-1].device.startswith("emu"), BUILT[-1].device  # not the plain CPU, where no sync can be seen
     assert "syncs: not checked on the plain CPU" not in capsys.readouterr().out
+
+
+def _build_failing(target: Target, device: torch.device, dtype: torch.dtype, checkpoint: str | None = None) -> Any:
+    pipe = _build(target, device, dtype, checkpoint)
+    pipe.scheduler.fail_at = 0  # every call raises in its first scheduler step
+    return pipe
+
+
+@pytest.mark.parametrize("warmup", ["1", "0"])
+def test_a_pipeline_raising_in_a_warm_up_call_or_the_profiled_one_is_its_error_finding(
+    warmup: str, tmp_path: Path, capsys: Any
+) -> None:
+    """The bug twin of test_profile_eager_writes_the_trace_and_prints_the_diagnosis: a warm-up call's raise is the
+    report's `error` finding, at the line that raised, as the profiled call's is (not a traceback out of the
+    command); exit status 1."""
+    argv = ["profile", "--target", "tiny", "--warmup", warmup, "--device", "emu", "--out", str(tmp_path / "t.json")]
+    assert main(argv, targets={"tiny": TINY}, build=_build_failing) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"^ +error +tests/profiling/tiny_pipeline\.py:\d+ ", err, re.MULTILINE), err
+    assert "ValueError: scheduler failed" in err
+    assert (tmp_path / "t.json").exists() is (warmup == "0")  # a warm-up's raise leaves no profiled call to trace
