@@ -103,11 +103,12 @@ def check(
     raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
     means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
     applicable for the same reason, without a call."""
-
-    def run(pipe: Any) -> Report:
-        return run_check(check, pipe, call_kwargs(pipe), options, steps=steps, test_id=test_id, target=target)
-
-    return _on(prepared, run, options, test_id=test_id, check=check, target=target)
+    report = _refused(prepared, options, test_id=test_id, check=check, target=target)
+    if report is None:
+        with calls_context(prepared.scenario):
+            report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
+                               test_id=test_id, target=target)  # fmt: skip
+    return _under_scenario(prepared, report)
 
 
 def call(
@@ -124,29 +125,33 @@ def call(
     are, after `warmup` plain calls (each waited for on a GPU): the profile command's, whose guard is its own (a
     trace, the sync check where syncs exist) rather than one check's with the suite's plan. A raise in the scenario,
     a warm-up call or the call is the report's `error` finding, as in `check`."""
+    report = _refused(prepared, options, test_id=test_id, check=check, target=target)
+    if report is None:
+        pipe = prepared.pipe
+        with calls_context(prepared.scenario):
+            try:
+                warm_calls(pipe, lambda: call_kwargs(pipe), warmup, prepared.device)
+            except Exception as exc:  # the pipeline itself fails before the guarded call: that is the finding
+                report = error_report(exc, options, test_id=test_id, check=check, target=target)
+            else:
+                report = guarded_call(pipe, lambda: call_kwargs(pipe), options, test_id=test_id, check=check,
+                                      target=target)  # fmt: skip
+    return _under_scenario(prepared, report)
 
-    def run(pipe: Any) -> Report:
-        try:
-            warm_calls(pipe, lambda: call_kwargs(pipe), warmup, prepared.device)
-        except Exception as exc:  # the pipeline itself fails before the guarded call: that is the finding
-            return error_report(exc, options, test_id=test_id, check=check, target=target)
-        return guarded_call(pipe, lambda: call_kwargs(pipe), options, test_id=test_id, check=check, target=target)
 
-    return _on(prepared, run, options, test_id=test_id, check=check, target=target)
-
-
-def _on(
-    prepared: Prepared, run: Callable[[Any], Report], options: GuardOptions, *, test_id: str, check: str, target: str
-) -> Report:
-    """`run(pipe)` on the prepared pipeline with its scenario's calls context, or the error its scenario raised, as a
-    report of `check`; NotApplicable as `check` says. The one place a raise while preparing becomes a report."""
+def _refused(prepared: Prepared, options: GuardOptions, *, test_id: str, check: str, target: str) -> Report | None:
+    """Before a call: NotApplicable where the scenario does not apply, the report of the error it raised while the
+    pipeline was prepared (its `error` finding), or None: the pipeline is there to call."""
     if prepared.not_applicable:
         raise NotApplicable(prepared.not_applicable)
     if prepared.error is not None:
-        report = error_report(prepared.error, options, test_id=test_id, check=check, target=target)
-    else:
-        with calls_context(prepared.scenario):
-            report = run(prepared.pipe)
+        return error_report(prepared.error, options, test_id=test_id, check=check, target=target)
+    return None
+
+
+def _under_scenario(prepared: Prepared, report: Report) -> Report:
+    """After a call: the report named by its scenario, or NotApplicable where its raise says the scenario has no
+    support for the pipeline (the pipeline then goes: its later checks are not applicable for the same reason)."""
     report.scenario = prepared.scenario.name
     reason = unsupported(prepared.scenario, report)
     if reason:
