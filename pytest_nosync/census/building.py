@@ -1,18 +1,20 @@
-"""A census item's run without pytest: its tester's pipeline built and calibrated, its scenario turned on, its check.
+"""A census item's run without pytest (`run`): its tester's pipeline built and calibrated, its scenario turned on, its
+check, from what the pytest side (plugin.census) passes in: the item's parts, the run's call context, a maker of its
+guard options, and where the plain build records the code it ran.
 
 The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and with its
 executed code recorded (census.changed); a scenario's pipeline is built afresh, its calibration the plain one's. Both
 take the suite's path (suite.pipelines.prepare), where a raise while building, calibrating or turning the scenario on
-is the checks' finding. What cannot be checked here raises NotChecked with its
-sentence, which the pytest side (plugin.census) skips the item with and counts.
+is the checks' finding. What cannot be checked here raises NotChecked with its sentence, which the pytest side skips
+the item with and counts.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,6 +29,7 @@ from ..suite.pipelines import Prepared, check, prepare
 from ..suite.scenarios import NotApplicable
 from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
+from .changed import recorded
 from .modular import driver
 from .testers import NotDrivable, Tester
 
@@ -63,6 +66,39 @@ class Built:
         return calibration.denoiser if calibration is not None else "transformer"
 
 
+@dataclass(frozen=True)
+class Recording:
+    """Where a tester's plain build and calibration record the code they ran, for a later --nosync-changed
+    (census.changed.recorded): pytest's cache (None: nothing is recorded), the tester's class id, its test file."""
+
+    cache: Any
+    class_id: str
+    test_file: Path
+
+
+Options = Callable[[str, str], GuardOptions]  # (the tester's target name, its denoiser) → the item's GuardOptions
+
+
+def run(
+    built: Built,
+    tester_class: type,
+    scenario: Scenario,
+    check_name: str,
+    *,
+    ctx: CallContext,
+    dtype: str | None,
+    options: Options,
+    recording: Recording,
+    test_id: str,
+) -> Report:
+    """A census item's report: `check_name` on `tester_class`'s pipeline with `scenario` (`built`: the tester's state
+    in this run), in the suite's call context `ctx` (float32 unless `dtype`), under `options(target, denoiser)` once
+    the tester is built. NotChecked for what cannot be checked here."""
+    ctx = census_context(ctx, dtype, check_name)
+    pipeline = prepared(built, tester_class, scenario, ctx, recording)
+    return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id)
+
+
 def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> CallContext:
     """The suite's call context for one check, in float32 unless --nosync-dtype (`dtype`) says otherwise: the testers
     build their components for it, as their own tests run them."""
@@ -75,10 +111,11 @@ def prepared(
     tester_class: type,
     scenario: Scenario,
     ctx: CallContext,
-    recording: Callable[[], contextlib.AbstractContextManager[None]],
+    recording: Recording,
 ) -> Prepared:
-    """The tester's pipeline on ctx's device with `scenario` (see the module doc; `recording()` records the plain
-    build and calibration). NotChecked for a tester that cannot be driven here, or a scenario that does not apply."""
+    """The tester's pipeline on ctx's device with `scenario` (see the module doc; `recording` says where the plain
+    build and calibration record the code they ran). NotChecked for a tester that cannot be driven here, or a
+    scenario that does not apply."""
     if built.not_drivable:
         raise NotChecked(f"not checked: {built.not_drivable}")
     plain = (str(ctx.device), PLAIN, ())
@@ -86,7 +123,7 @@ def prepared(
 
         def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
-            with recording(), torch_defaults():
+            with recorded(recording.cache, recording.class_id, recording.test_file), torch_defaults():
                 built.tester = built.tester or driver(tester_class)
                 pipe = built.tester.build(ctx.device, ctx.dtype)
                 # a class's checks start from empty class-level caches, whatever the worker built before; its

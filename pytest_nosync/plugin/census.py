@@ -13,7 +13,6 @@ cannot be reached, the repositories the testers load are stood in for by reposit
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,6 @@ import pytest
 
 from .. import ids
 from ..census import coverage
-from ..census.changed import recorded
 from ..census.outcomes import Coverage, outcome_of, skipped
 from ..findings import Report
 from ..scenarios import PLAIN
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
     from ..census.building import Built
     from ..census.changed import Selection
     from ..census.hub_standins import Installation
+    from ..guard_options import GuardOptions
     from ..scenarios import Scenario
     from .parts import CensusRun
 
@@ -191,18 +190,21 @@ class Census:
 
     # ---- running -------------------------------------------------------------------------------------------------
     def run(self, item: TesterCheck) -> Report:
-        """The item's check on its tester's pipeline, with the item's scenario (census.building: see the module
-        docstring); what cannot be checked here is skipped with its reason."""
+        """The item's check on its tester's pipeline, with the item's scenario (census.building.run, given what it
+        needs of the run); what cannot be checked here is skipped with its reason."""
         # the census's driving imports torch and the suite: only once a census item runs
-        from ..census.building import Built, NotChecked, census_context, checked, prepared
+        from ..census.building import Built, NotChecked, Recording, run
 
-        ctx = census_context(self.session.suite.call_context, self.session.settings.dtype, item.check)
+        def options(target: str, denoiser: str) -> GuardOptions:
+            return self.session.guard_options(item, item.check, target, item.scenario.name, denoiser=denoiser)
+
         built = self._built.setdefault(item.tester_class, Built())
+        # the code the tester's plain pipeline runs, recorded for a later --nosync-changed (census.changed)
+        recording = Recording(getattr(self.session.config, "cache", None), item.class_id, item.path)
         try:
-            pipeline = prepared(built, item.tester_class, item.scenario, ctx, lambda: self._recording(item))
-            options = self.session.guard_options(item, item.check, built.tester.name, item.scenario.name,
-                                                 denoiser=built.denoiser)  # fmt: skip
-            return checked(built, pipeline, item.check, ctx, options, item.check_id)
+            return run(built, item.tester_class, item.scenario, item.check, ctx=self.session.suite.call_context,
+                       dtype=self.session.settings.dtype, options=options, recording=recording,
+                       test_id=item.check_id)  # fmt: skip
         except NotChecked as exc:
             pytest.skip(str(exc))
 
@@ -219,10 +221,6 @@ class Census:
             # ran. Kept to the class's end, six of them took a worker past 19 GB (BriaFibo on the CPU) and the OOM
             # killer took it.
             built.release_scenario(item.scenario.name)
-
-    def _recording(self, item: TesterCheck) -> contextlib.AbstractContextManager[None]:
-        """Record the code the tester's pipeline runs for a later --nosync-changed (census.changed.recorded)."""
-        return recorded(getattr(self.session.config, "cache", None), item.class_id, item.path)
 
     # ---- coverage ------------------------------------------------------------------------------------------------
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
