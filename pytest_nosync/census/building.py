@@ -27,6 +27,7 @@ from ..suite import process_caches
 from ..suite.checks import plan, warmed
 from ..suite.pipelines import Prepared, check, prepare
 from ..suite.scenarios import NotApplicable
+from ..suite.shared_traces import TraceStore
 from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
 from .changed import recorded
@@ -90,13 +91,15 @@ def run(
     options: Options,
     recording: Recording,
     test_id: str,
+    share: TraceStore | None = None,
 ) -> Report:
     """A census item's report: `check_name` on `tester_class`'s pipeline with `scenario` (`built`: the tester's state
     in this run), in the suite's call context `ctx` (float32 unless `dtype`), under `options(target, denoiser)` once
-    the tester is built. NotChecked for what cannot be checked here."""
+    the tester is built (`share`: the run's store of graph verdicts, suite.shared_traces). NotChecked for what cannot
+    be checked here."""
     ctx = census_context(ctx, dtype, check_name)
     pipeline = prepared(built, tester_class, scenario, ctx, recording)
-    return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id)
+    return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
 
 
 def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> CallContext:
@@ -164,17 +167,24 @@ def prepared(
 
 
 def checked(
-    built: Built, pipeline: Prepared, check_name: str, ctx: CallContext, options: GuardOptions, test_id: str
+    built: Built,
+    pipeline: Prepared,
+    check_name: str,
+    ctx: CallContext,
+    options: GuardOptions,
+    test_id: str,
+    share: TraceStore | None = None,
 ) -> Report:
     """`check_name` on the prepared pipeline (suite.pipelines.check: the suite's check), its report naming the
-    pipeline and its denoiser. NotChecked where the pipeline cannot take the check or the scenario."""
+    pipeline and its denoiser. NotChecked where the pipeline cannot take the check or the scenario. `share`: the
+    run's store of graph verdicts (suite.shared_traces), None to trace every class."""
     tester = built.tester
     if pipeline.error is None:
         _beyond_fixed_steps(tester, check_name, pipeline.pipe, ctx.steps)
     target = tester.target()
     try:
         report = check(pipeline, check_name, lambda pipe: target.kwargs_by_steps(pipe, ctx), options,
-                       steps=ctx.steps, test_id=test_id, target=target.name)  # fmt: skip
+                       steps=ctx.steps, test_id=test_id, target=target.name, share=share)  # fmt: skip
     except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
         raise NotChecked(f"not checkable: {exc}") from None
     report.metrics["pipeline"] = target.pipeline_class

@@ -26,6 +26,7 @@ from ..emulation import device as emulated_device
 from ..findings import Finding, Frame, Kind, Report
 from ..guard_options import GuardOptions
 from ..patching import Patches
+from . import trace_inputs
 from .base import CannotCheck, Detector, StepContext, denoiser_finding, ended_by_check
 
 BREAK_HINT = (
@@ -61,6 +62,7 @@ class DynamoDetector(Detector):
         self.report_breaks = "graph_breaks" in options.checks
         self._patches = Patches()
         self._stance: Any = None
+        self._recorder: trace_inputs.CallRecorder | None = None
         self.compiles: list[int | None] = []  # the step each graph was compiled in
         self.breaks: list[tuple[int | None, Any]] = []  # (step, GraphCompileReason) of each graph cut by a break
         self.ops = 0
@@ -78,10 +80,16 @@ class DynamoDetector(Detector):
             )
         _check_traceable(denoiser)
         torch._dynamo.reset()
-        compiled = torch.compile(denoiser.forward, backend=self._backend)
+        recorder = self._recorder = trace_inputs.active()  # the calls' digests, for a verdict shared (suite)
+        if recorder is not None:
+            recorder.start()
+        probing = recorder is not None and recorder.probe
+        compiled = denoiser.forward if probing else torch.compile(denoiser.forward, backend=self._backend)
 
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
+            if recorder is not None:
+                recorder.call(denoiser, self.ctx.current_step, args, kwargs, wrapper=forward)
             # dynamo must trace the model, not the emulation's CUDA mapping or its `.data` setter
             with cuda_map.paused(), emulated_device.tensor_data_as_is():
                 return compiled(*args, **kwargs)
@@ -100,7 +108,7 @@ class DynamoDetector(Detector):
         return gm.forward
 
     def on_step_end(self, step: int) -> None:
-        if self._stance is None:
+        if self._stance is None and not (self._recorder is not None and self._recorder.probe):
             self._stance = torch.compiler.set_stance("fail_on_recompile")
 
     def disarm(self) -> None:

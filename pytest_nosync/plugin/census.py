@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..census.hub_standins import Installation
     from ..guard_options import GuardOptions
     from ..scenarios import Scenario
+    from ..suite.shared_traces import TraceStore
     from .parts import CensusRun
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
@@ -87,6 +88,7 @@ class Census:
         self.coverage = Coverage()  # each check's outcome, and the test modules that could not be imported
         self.header: list[str] = []  # what the run checks, said after collection
         self.workers_header: list[str] = []  # the same, as xdist's workers said it (the controller collects nothing)
+        self._traces: TraceStore | None = None  # the graph verdicts shared by key (--nosync-share-traces)
 
     # ---- collection ----------------------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -193,7 +195,7 @@ class Census:
         """The item's check on its tester's pipeline, with the item's scenario (census.building.run, given what it
         needs of the run); what cannot be checked here is skipped with its reason."""
         # the census's driving imports torch and the suite: only once a census item runs
-        from ..census.building import Built, NotChecked, Recording, run
+        from ..census.building import Built, NotChecked, Recording, TraceStore, run
 
         def options(target: str, denoiser: str) -> GuardOptions:
             return self.session.guard_options(item, item.check, target, item.scenario.name, denoiser=denoiser)
@@ -204,9 +206,20 @@ class Census:
         try:
             return run(built, item.tester_class, item.scenario, item.check, ctx=self.session.suite.call_context,
                        dtype=self.session.settings.dtype, options=options, recording=recording,
-                       test_id=item.check_id)  # fmt: skip
+                       test_id=item.check_id, share=self._shared_traces(TraceStore))  # fmt: skip
         except NotChecked as exc:
             pytest.skip(str(exc))
+
+    def _shared_traces(self, store: type[TraceStore]) -> TraceStore | None:
+        """The run's store of graph verdicts (None with --nosync-share-traces=off): a directory beside the workers'
+        temporary directories, which every xdist worker of the run shares (in one process, its own temporary one)."""
+        if self.session.settings.share_traces != "on":
+            return None
+        if self._traces is None:
+            base = self.session.config._tmp_path_factory.getbasetemp()
+            run_root = base.parent if hasattr(self.session.config, "workerinput") else base
+            self._traces = store(run_root / "nosync-shared-traces")
+        return self._traces
 
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
         # A tester's checks run one after another (--dist loadgroup keeps them on one worker): after the last, its

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from ..checks import CHECKS
 from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
@@ -31,6 +32,7 @@ from ..source_identity import short_place
 from .checks import CallKwargs, run_check, warm_calls
 from .guarded_call import error_report, guarded_call
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
+from .shared_traces import TraceStore, run_shared
 
 
 class Uncallable(Exception):
@@ -98,16 +100,26 @@ def check(
     steps: int = 2,
     test_id: str = "",
     target: str = "",
+    share: TraceStore | None = None,
 ) -> Report:
     """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
     raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
     means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
-    applicable for the same reason, without a call."""
+    applicable for the same reason, without a call. `share`: a dynamo check's verdict may come from another
+    pipeline's trace with the same key (suite.shared_traces)."""
     report = _refused(prepared, options, test_id=test_id, check=check, target=target)
     if report is None:
+        kwargs = call_kwargs(prepared.pipe)
+
+        def compute() -> Report:
+            return run_check(check, prepared.pipe, kwargs, options, steps=steps, test_id=test_id, target=target)
+
         with calls_context(prepared.scenario):
-            report = run_check(check, prepared.pipe, call_kwargs(prepared.pipe), options, steps=steps,
-                               test_id=test_id, target=target)  # fmt: skip
+            if share is not None and CHECKS[check].dynamo:
+                report = run_shared(share, prepared.scenario, check, prepared.pipe, kwargs, options, compute,
+                                    steps=steps, test_id=test_id, target=target)  # fmt: skip
+            else:
+                report = compute()
     return _under_scenario(prepared, report)
 
 
