@@ -71,12 +71,13 @@ class CallRecorder:
         try:
             arguments = _describe((args, kwargs), values)
             described = (step, arguments, module_state(module, values, wrapper), _global_modes())
+            self._calls.update(repr(described).encode())
+            for tensor in values:
+                self._values.update(_bytes(tensor))
         except Unshareable as exc:
             self.unshareable = str(exc)
-            return
-        self._calls.update(repr(described).encode())
-        for tensor in values:
-            self._values.update(_bytes(tensor))
+        except Exception as exc:  # the recording's own failure: never the pipeline's raise, only no sharing
+            self.unshareable = f"its calls could not be digested ({type(exc).__name__}: {exc})"
 
     @property
     def calls(self) -> str:
@@ -232,7 +233,8 @@ def _bytes(tensor: torch.Tensor) -> bytes:
         plain = plain.cpu()
     if plain.layout != torch.strided:
         plain = plain.to_dense()
-    return str(plain.dtype).encode() + plain.contiguous().view(torch.uint8).numpy().tobytes()
+    # flat first: a 0-dim tensor cannot be viewed as bytes; bytes first: numpy has no bfloat16
+    return str(plain.dtype).encode() + plain.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
 def _plain(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync.detectors import dynamo
+from pytest_nosync.detectors import dynamo, trace_inputs
 from pytest_nosync.findings import Location
 from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.config import TraceConfig
@@ -198,3 +198,21 @@ def test_a_changed_field_of_the_key_traces_again(
     assert SHARED_FROM not in report.metrics
     assert len(traced) == 2
     assert (store.counts.traced, store.counts.taken, store.counts.probes_missed) == (2, 1, int(seen_in_calls))
+
+
+def test_every_kind_of_tensor_argument_is_digested_and_a_recording_failure_is_no_raise() -> None:
+    """A 0-dim timestep, bfloat16 and bool tensors (SD's UNet gets a 0-dim timestep) are digested; what cannot be
+    described or hashed leaves the calls unshareable, and the call goes on."""
+    module = torch.nn.Linear(2, 2)
+    recorder = trace_inputs.CallRecorder()
+    recorder.call(module, 0, (torch.tensor(3), torch.ones(2, dtype=torch.bfloat16)), {"mask": torch.ones(2) > 0})
+    assert (recorder.count, recorder.unshareable) == (1, "")
+    other = trace_inputs.CallRecorder()
+    other.call(module, 0, (torch.tensor(4), torch.ones(2, dtype=torch.bfloat16)), {"mask": torch.ones(2) > 0})
+    assert (other.calls, other.values != recorder.values) == (recorder.calls, True)  # same metadata, other values
+    failing = trace_inputs.CallRecorder()
+    failing.call(module, 0, (torch.Generator(),), {})  # a C object: no state to describe
+    assert "Generator" in failing.unshareable
+    function = trace_inputs.CallRecorder()
+    function.call(module, 0, (lambda x: x,), {})
+    assert "function" in function.unshareable
