@@ -216,3 +216,33 @@ def test_every_kind_of_tensor_argument_is_digested_and_a_recording_failure_is_no
     function = trace_inputs.CallRecorder()
     function.call(module, 0, (lambda x: x,), {})
     assert "function" in function.unshareable
+
+
+@pytest.mark.parametrize(("seeds", "traces"), [((0, 0), 1), ((0, 1), 2)])
+def test_a_break_is_shared_only_with_the_same_tensor_values(
+    seeds: tuple[int, int], traces: int, tmp_path: Path, traced: list[int]
+) -> None:
+    """After a break the eager Python may branch on a value: a verdict with a finding is shared only where the
+    denoiser saw the same numbers (the same seeds: taken; another seed for the latents: traced again)."""
+    source = tmp_path / "shared_denoiser_breaks.py"
+    source.write_text(DENOISER)
+    denoiser_class = _load(source)
+    store = TraceStore(tmp_path / "store")
+    reports = []
+    for n, seed in enumerate(seeds):
+        torch.manual_seed(0)
+        pipe = LoopPipeline(denoiser_class(breaks=True), Scheduler())
+
+        def call_kwargs(pipe: Any, seed: int = seed) -> Any:
+            def kwargs(steps: int) -> dict[str, Any]:  # every call the same latents, as a tester's seeded inputs
+                latents = torch.randn(2, 8, generator=torch.Generator().manual_seed(seed))
+                return {"latents": latents, "num_inference_steps": steps}
+
+            return kwargs
+
+        options = GuardOptions(checks=("graph_breaks",), backend="emulate", trace=TraceConfig(mode="never"))
+        reports.append(pipelines.check(pipelines.Prepared(SCENARIOS[PLAIN], pipe), "graph_breaks", call_kwargs,
+                                       options, steps=2, test_id=f"t{n}", share=store))  # fmt: skip
+    assert len(traced) == traces
+    assert [len(r.of_kind("graph_break")) for r in reports] == [1, 1]
+    assert (SHARED_FROM in reports[1].metrics) == (traces == 1)
