@@ -173,6 +173,30 @@ def test_a_repository_its_classic_components_do_not_fit_is_not_stood_in_with_its
         modular_repos.components_for(repo)()
 
 
+@pytest.mark.parametrize(
+    ("repo", "blocks", "absent"),
+    [
+        ("hf-internal-testing/tiny-anima-modular-pipe", "AnimaAutoBlocks", set()),
+        ("akshan-main/tiny-ernie-image-modular-pipe", "ErnieImageAutoBlocks", {"pe", "pe_tokenizer"}),
+        ("hf-internal-testing/tiny-wan-animate-2-modular", "WanAnimate2Blocks", set()),
+        ("hf-internal-testing/tiny-wan-animate-2-distilled-modular", "WanAnimate2DistilledBlocks", set()),
+    ],
+)
+def test_a_repository_built_in_code_gives_its_blocks_every_component_they_load(
+    repo: str, blocks: str, absent: set[str]
+) -> None:
+    """The stand-ins built in code (hub_standins.modular_builds) name every component their blocks load from a
+    repository, but the optional ones the testers never run (`absent`), and the blocks' pipeline takes them."""
+    from diffusers import modular_pipelines
+
+    pipeline = getattr(modular_pipelines, blocks)().init_pipeline(None)
+    specs = pipeline._blocks.expected_components
+    loaded = {spec.name for spec in specs if spec.default_creation_method == "from_pretrained"}
+    components = modular_repos.components_for(repo)()
+    assert set(components) == loaded - absent
+    pipeline.update_components(**components)
+
+
 def test_a_stand_in_whose_components_the_blocks_refuse_is_not_checked_with_its_reason(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,6 +14,7 @@ built_repos   a stand-in built once into a directory, reused while complete and 
 installation  `from_pretrained("<hub id>")` finding the stand-ins (an overlay cache, offline mode on)
 reachability  whether the hub can be reached, decided quickly
 modular_repos the Modular Diffusers testers' repositories: their components, built in code (census.modular)
+modular_builds  the components of the modular repositories of families with no classic tester to borrow from
 """
 
 from .built_repos import default_root, materialize

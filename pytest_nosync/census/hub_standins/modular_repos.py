@@ -6,7 +6,8 @@ the components themselves, a function returning them by name, which the census g
 (`update_components`). A family's tiny modular repository holds the same tiny models as its classic tester's dummy
 components, so a stand-in is that tester's `get_dummy_components()` (FROM_CLASSIC_TESTERS: repository id -> (its test
 module, its tester class)); where those components need an adaptation, a named function does it (MODULAR_STANDINS),
-and where they cannot fit the blocks at all, MISFITS says why. A repository with no stand-in is not checked, with that
+as do the families no classic tester has, their components built in code (modular_builds), and where no stand-in can
+fit the blocks, MISFITS says why. A repository with no stand-in is not checked, with that
 reason, never passed. What each stands in with, measured: docs/census.md, "Modular Diffusers".
 """
 
@@ -91,9 +92,23 @@ def _hunyuan_video1_5_own_guider() -> dict[str, Any]:
     return components
 
 
+def _built(name: str) -> Components:
+    def build() -> dict[str, Any]:
+        # modular_builds imports diffusers' and transformers' models: only once a stand-in is built, never to collect
+        from . import modular_builds
+
+        return getattr(modular_builds, name)()
+
+    return build
+
+
 # repository id -> its components, for repositories a classic tester's components do not fit as they are
 MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
+    "hf-internal-testing/tiny-anima-modular-pipe": _built("anima"),
+    "akshan-main/tiny-ernie-image-modular-pipe": _built("ernie_image"),
+    "hf-internal-testing/tiny-wan-animate-2-modular": _built("wan_animate_2"),
+    "hf-internal-testing/tiny-wan-animate-2-distilled-modular": _built("wan_animate_2"),
 }
 
 _KREA2 = (

@@ -149,7 +149,8 @@ def save_t5_tokenizer(directory: Path) -> None:
     )
 
 
-def _t5_config(model_type: str = "t5"):
+def t5_config(model_type: str = "t5"):
+    """The tiny T5 (or UMT5) config of the t5 stand-ins: width T5_WIDTH, T5_VOCAB_SIZE ids, 2 layers."""
     config_class = UMT5Config if model_type == "umt5" else T5Config
     return config_class(
         vocab_size=T5_VOCAB_SIZE,
@@ -170,12 +171,12 @@ def _t5_config(model_type: str = "t5"):
 
 def build_t5(directory: Path) -> None:
     """T5 config (d_model 32), a seeded T5ForConditionalGeneration (its encoder loads as T5EncoderModel), tokenizer."""
-    save_seeded_model(lambda: T5ForConditionalGeneration(_t5_config()), directory)
+    save_seeded_model(lambda: T5ForConditionalGeneration(t5_config()), directory)
     save_t5_tokenizer(directory)
 
 
 def build_umt5(directory: Path) -> None:
-    save_seeded_model(lambda: UMT5EncoderModel(_t5_config("umt5")), directory)
+    save_seeded_model(lambda: UMT5EncoderModel(t5_config("umt5")), directory)
     save_t5_tokenizer(directory)
 
 

@@ -1,0 +1,239 @@
+"""Components built in code for the Modular Diffusers repositories of families with no classic tester to borrow from.
+
+Each function returns a modular repository's components by name (census.hub_standins.modular_repos.MODULAR_STANDINS):
+tiny configs of the model classes its blocks' `expected_components` name, sized to fit one another and the tester's
+`get_dummy_inputs`, with seeded random weights, and tokenizers built with the `tokenizers` library (the builders of
+text_repos, saved to a temporary directory and loaded by the class the blocks expect). The hub repositories' own tiny
+configs are not known here; how each differs: docs/census.md, "Modular Diffusers".
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from diffusers import (
+    AnimaTextConditioner,
+    AutoencoderKLFlux2,
+    AutoencoderKLQwenImage,
+    AutoencoderKLWan,
+    CosmosTransformer3DModel,
+    ErnieImageTransformer2DModel,
+    FlowMatchEulerDiscreteScheduler,
+    WanAnimate2Transformer3DModel,
+)
+from diffusers.utils import is_torchvision_available
+from transformers import (
+    AutoTokenizer,
+    CLIPVisionConfig,
+    CLIPVisionModel,
+    Mistral3Config,
+    Mistral3Model,
+    MistralConfig,
+    PixtralVisionConfig,
+    Qwen2Tokenizer,
+    Qwen3Config,
+    Qwen3Model,
+    T5TokenizerFast,
+    UMT5EncoderModel,
+)
+
+from .seeded import seeded_model
+from .text_repos import T5_WIDTH, save_llama_tokenizer, save_qwen2_tokenizer, save_t5_tokenizer, t5_config
+
+QWEN3_VOCAB_SIZE = 151936  # above the Qwen2 tokenizer's special ids (151643…), as Qwen3's own
+
+
+def _loaded_tokenizer(save: Any, load: Any) -> Any:
+    with tempfile.TemporaryDirectory(prefix="nosync-modular-tokenizer-") as directory:
+        save(Path(directory))
+        return load(directory)
+
+
+def _tiny_qwen3(hidden_size: int) -> Any:
+
+    config = Qwen3Config(
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=hidden_size // 2,
+        vocab_size=QWEN3_VOCAB_SIZE,
+        max_position_embeddings=512,
+    )
+    return seeded_model(lambda: Qwen3Model(config))
+
+
+def _qwen2_tokenizer() -> Any:
+
+    return _loaded_tokenizer(save_qwen2_tokenizer, Qwen2Tokenizer.from_pretrained)
+
+
+def _tiny_qwenimage_vae(z_dim: int) -> Any:
+
+    return seeded_model(
+        lambda: AutoencoderKLQwenImage(
+            base_dim=z_dim * 6,
+            z_dim=z_dim,
+            dim_mult=[1, 2, 4],
+            num_res_blocks=1,
+            temperal_downsample=[False, True],
+            latents_mean=[0.0] * z_dim,
+            latents_std=[1.0] * z_dim,
+        )
+    )
+
+
+def anima() -> dict[str, Any]:
+    """Anima: a Qwen3 text encoder (width 16) into a text conditioner (width 16, T5 ids as queries) into a Cosmos
+    transformer (the classic Cosmos2 tester's, 16 latent channels) over a QwenImage VAE (z 16, 4x spatial)."""
+    width, channels = 16, 16
+    t5_tokenizer = _loaded_tokenizer(save_t5_tokenizer, T5TokenizerFast.from_pretrained)
+    conditioner = seeded_model(
+        lambda: AnimaTextConditioner(
+            source_dim=width,
+            target_dim=width,
+            model_dim=width,
+            num_layers=2,
+            num_attention_heads=4,
+            target_vocab_size=len(t5_tokenizer),
+            min_sequence_length=16,
+        )
+    )
+    transformer = seeded_model(
+        lambda: CosmosTransformer3DModel(
+            in_channels=channels,
+            out_channels=channels,
+            num_attention_heads=2,
+            attention_head_dim=16,
+            num_layers=2,
+            mlp_ratio=2,
+            text_embed_dim=width,
+            adaln_lora_dim=4,
+            max_size=(4, 32, 32),
+            patch_size=(1, 2, 2),
+            rope_scale=(2.0, 1.0, 1.0),
+            # the padding mask's resize is torchvision's: without it, the stand-in's transformer takes none
+            concat_padding_mask=is_torchvision_available(),
+            extra_pos_embed_type="learnable",
+        )
+    )
+    return {
+        "text_encoder": _tiny_qwen3(width),
+        "tokenizer": _qwen2_tokenizer(),
+        "t5_tokenizer": t5_tokenizer,
+        "text_conditioner": conditioner,
+        "transformer": transformer,
+        "vae": _tiny_qwenimage_vae(channels),
+        "scheduler": FlowMatchEulerDiscreteScheduler(),
+    }
+
+
+def _llama_tokenizer() -> Any:
+
+    return _loaded_tokenizer(save_llama_tokenizer, AutoTokenizer.from_pretrained)
+
+
+def ernie_image() -> dict[str, Any]:
+    """Ernie Image: a Mistral3 text encoder (text width 16, 1000 ids, a tiny Pixtral vision tower it never runs) into
+    an ErnieImage transformer (diffusers' own model test's config, 16 channels) over a Flux2 VAE (4 latent channels,
+    one block: 2x with the 2x2 patches). No prompt enhancer (`pe`): the tester does not enable it."""
+    width, channels = 16, 16
+    text = MistralConfig(
+        vocab_size=1000,
+        hidden_size=width,
+        intermediate_size=width,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        head_dim=width // 2,
+        max_position_embeddings=512,
+    )
+    vision = PixtralVisionConfig(
+        hidden_size=width, intermediate_size=width, num_hidden_layers=1, num_attention_heads=2, image_size=32
+    )
+    config = Mistral3Config(text_config=text, vision_config=vision)
+    transformer = seeded_model(
+        lambda: ErnieImageTransformer2DModel(
+            hidden_size=16,
+            num_attention_heads=1,
+            num_layers=1,
+            ffn_hidden_size=16,
+            in_channels=channels,
+            out_channels=channels,
+            patch_size=1,
+            text_in_dim=width,
+            rope_theta=256,
+            rope_axes_dim=(8, 4, 4),
+            eps=1e-6,
+            qk_layernorm=True,
+        )
+    )
+    vae = seeded_model(
+        lambda: AutoencoderKLFlux2(
+            sample_size=32,
+            in_channels=3,
+            out_channels=3,
+            down_block_types=("DownEncoderBlock2D",),
+            up_block_types=("UpDecoderBlock2D",),
+            block_out_channels=(4,),
+            layers_per_block=1,
+            latent_channels=channels // 4,
+            norm_num_groups=1,
+            use_quant_conv=False,
+            use_post_quant_conv=False,
+        )
+    )
+    return {
+        "text_encoder": seeded_model(lambda: Mistral3Model(config)),
+        "tokenizer": _llama_tokenizer(),
+        "transformer": transformer,
+        "vae": vae,
+        "scheduler": FlowMatchEulerDiscreteScheduler(),
+    }
+
+
+def wan_animate_2() -> dict[str, Any]:
+    """Wan Animate 2 (base and distilled: the same models): a UMT5 text encoder (width 32) and a CLIP vision encoder
+    (width 1280, which the transformer's image projection fixes; 2 layers, 16 patches) into a WanAnimate2 transformer
+    (diffusers' own model test's config) over a Wan VAE (z 16, 8x spatial, the classic Wan Animate tester's)."""
+    channels, condition_channels = 16, 20  # latents; the condition latents plus a 4-channel i2v mask
+    vision = CLIPVisionConfig(
+        hidden_size=1280,
+        intermediate_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=224,
+        patch_size=56,
+    )
+    transformer = seeded_model(
+        lambda: WanAnimate2Transformer3DModel(
+            patch_size=(1, 2, 2),
+            text_len=16,
+            in_dim=channels + condition_channels,
+            dim=128,
+            ffn_dim=256,
+            freq_dim=64,
+            text_dim=T5_WIDTH,
+            out_dim=channels,
+            num_heads=4,
+            num_layers=2,
+            cross_attn_norm=True,
+            use_img_emb=True,
+        )
+    )
+    vae = seeded_model(
+        lambda: AutoencoderKLWan(
+            base_dim=3, z_dim=channels, dim_mult=[1, 1, 1, 1], num_res_blocks=1, temperal_downsample=[False, True, True]
+        )
+    )
+    return {
+        "text_encoder": seeded_model(lambda: UMT5EncoderModel(t5_config("umt5")).eval()),
+        "tokenizer": _loaded_tokenizer(save_t5_tokenizer, AutoTokenizer.from_pretrained),
+        "image_encoder": seeded_model(lambda: CLIPVisionModel(vision).eval()),
+        "transformer": transformer,
+        "vae": vae,
+        "scheduler": FlowMatchEulerDiscreteScheduler(shift=7.0),
+    }
