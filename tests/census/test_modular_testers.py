@@ -166,9 +166,13 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
         ("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe", "distilled_sigmas"),
         ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
         ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
+        ("hf-internal-testing/tiny-flux2-modular", "PixtralProcessor, which transformers will not build without"),
+        ("hf-internal-testing/tiny-qwenimage-edit-modular", "Qwen2VLProcessor, .* needs torchvision"),
+        ("hf-internal-testing/tiny-qwenimage-edit-plus-modular", "Qwen2VLProcessor, .* needs torchvision"),
+        ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
     ],
 )
-def test_a_repository_its_classic_components_do_not_fit_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
+def test_a_repository_no_stand_in_fits_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
     with pytest.raises(modular_repos.NoStandIn, match=reason):
         modular_repos.components_for(repo)()
 

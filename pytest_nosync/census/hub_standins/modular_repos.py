@@ -115,7 +115,11 @@ _KREA2 = (
     "the modular Krea2 blocks read 12 fixed text encoder layers up to the 36th (KREA2_TEXT_ENCODER_SELECT_LAYERS) "
     "into a transformer taking 12; the classic Krea2 tester's text encoder has 2 and its transformer takes 3"
 )
-# repository id -> why no classic tester's components fit its blocks (no stand-in, with that reason)
+_QWEN_VL_PROCESSOR = (
+    "the blocks' {processor}, which their text encoder step calls on every prompt, needs torchvision to be built "
+    "(transformers requires it for its {video}); the stand-ins are kept to what runs without it"
+)
+# repository id -> why no stand-in fits its blocks, here (no stand-in, with that reason)
 MISFITS: dict[str, str] = {
     "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": (
         "the distilled Cosmos3 blocks need the pipeline config's distilled_sigmas, which the hub repository's "
@@ -131,4 +135,17 @@ MISFITS: dict[str, str] = {
     ),
     "hf-internal-testing/tiny-krea2-modular-pipe": _KREA2,
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _KREA2,
+    "hf-internal-testing/tiny-flux2-modular": (
+        "the Flux2 blocks' tokenizer is a PixtralProcessor, which transformers will not build without torchvision "
+        "(though its PIL image processor needs none); the stand-ins are kept to what runs without it"
+    ),
+    "hf-internal-testing/tiny-qwenimage-edit-modular": _QWEN_VL_PROCESSOR.format(
+        processor="Qwen2VLProcessor", video="Qwen2VLVideoProcessor"
+    ),
+    "hf-internal-testing/tiny-qwenimage-edit-plus-modular": _QWEN_VL_PROCESSOR.format(
+        processor="Qwen2VLProcessor", video="Qwen2VLVideoProcessor"
+    ),
+    "hf-internal-testing/tiny-minimax-h3-modular-pipe": _QWEN_VL_PROCESSOR.format(
+        processor="Qwen3VLProcessor", video="Qwen3VLVideoProcessor"
+    ),
 }
