@@ -11,6 +11,11 @@ nothing else in the package splits an id string (tests/unit/test_ids.py holds it
   and its reports' target is `<module stem>::<TesterClass>` (`tester_target`).
 - **a column** — `<check>`, or `<check>-<scenario>` for a scenario other than plain: a census table's column, the key
   of a tester's outcomes (`Column`, `column`, `parse_column`).
+- **an untested class's tester** — `<sibling tester's id>::<PipelineClass>`: an exported pipeline class no tester
+  names, checked through a sibling tester of its family (census.untested), under that tester in its module; its
+  census items are `<module path>::<Sibling>::<PipelineClass>::nosync[<check>]` and its reports' target
+  `<module stem>::<Sibling>::<PipelineClass>` (`untested_tester`, `untested_target`, `parse_untested` →
+  `UntestedId`). diffusers' tester classes are never nested, so a tester id of three parts is always one of these.
 - **a coverage key** — `<tester>::<column>`: a check of a tester, as the coverage's reasons name it (`CoverageKey`,
   `coverage_key`, `parse_coverage_key`).
 
@@ -173,6 +178,40 @@ def tester_target(module: str, qualname: str) -> str:
 def short_tester(tester: str) -> str:
     """A tester class's id from its file's name on (`test_wan.py::WanFastTests`), as a table shows it."""
     return tester.rsplit("/", 1)[-1]
+
+
+# ---- an untested class's tester ----------------------------------------------------------------------------------
+class UntestedId(NamedTuple):
+    """An exported pipeline class no tester names, and the sibling tester whose module and row it is checked under."""
+
+    sibling: str
+    pipeline_class: str
+
+    def __str__(self) -> str:
+        return untested_tester(self.sibling, self.pipeline_class)
+
+
+def untested_tester(sibling: str, pipeline_class: str) -> str:
+    """The tester id of `pipeline_class` checked through the tester `sibling` (`<module path>::<Sibling>`)."""
+    return f"{sibling}{PART}{pipeline_class}"
+
+
+def untested_target(module: str, sibling: str, pipeline_class: str) -> str:
+    """Its reports' target: `<module stem>::<Sibling>::<PipelineClass>`."""
+    return untested_tester(tester_target(module, sibling), pipeline_class)
+
+
+def parse_untested(tester: str) -> UntestedId | None:
+    """The parts of an untested class's tester id (or target); None for a tester class's own."""
+    parts = tester.split(PART)
+    if len(parts) != 3 or not all(parts):
+        return None
+    return UntestedId(PART.join(parts[:2]), parts[2])
+
+
+def names_below_file(nodeid: str) -> list[str]:
+    """The names of a node id after its file (`[Class, test]` of `m.py::Class::test`); [] for a path alone."""
+    return nodeid.split(PART)[1:]
 
 
 # ---- a coverage key ----------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from ..suite.torch_defaults import torch_defaults
 from .changed import recorded
 from .modular import driver
 from .testers import NotDrivable, Tester
+from .untested import Untested, UntestedTester
 
 
 class NotChecked(Exception):
@@ -82,7 +83,7 @@ Options = Callable[[str, str], GuardOptions]  # (the tester's target name, its d
 
 def run(
     built: Built,
-    tester_class: type,
+    tester_class: type | Untested,
     scenario: Scenario,
     check_name: str,
     *,
@@ -102,6 +103,11 @@ def run(
     return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
 
 
+def _driver(tester_class: Any) -> Tester:
+    """A tester class's driver, or an untested class's (driven through its siblings)."""
+    return UntestedTester(tester_class) if isinstance(tester_class, Untested) else driver(tester_class)
+
+
 def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> CallContext:
     """The suite's call context for one check, in float32 unless --nosync-dtype (`dtype`) says otherwise: the testers
     build their components for it, as their own tests run them."""
@@ -111,7 +117,7 @@ def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> Call
 
 def prepared(
     built: Built,
-    tester_class: type,
+    tester_class: type | Untested,
     scenario: Scenario,
     ctx: CallContext,
     recording: Recording,
@@ -127,7 +133,7 @@ def prepared(
         def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
             with recorded(recording.cache, recording.class_id, recording.test_file), torch_defaults():
-                built.tester = built.tester or driver(tester_class)
+                built.tester = built.tester or _driver(tester_class)
                 pipe = built.tester.build(ctx.device, ctx.dtype)
                 # a class's checks start from empty class-level caches, whatever the worker built before; its
                 # scenarios' pipelines then add a few entries each, in the same order every run

@@ -103,11 +103,14 @@ Outcomes = dict[str, dict[str, CheckOutcome]]  # tester class id → check (colu
 
 @dataclass
 class Coverage:
-    """The outcomes of a run (or of a census run in parts), and the test modules that could not be imported (their
-    error's last line → the modules)."""
+    """The outcomes of a run (or of a census run in parts), the test modules that could not be imported (their
+    error's last line → the modules) and the pipeline classes diffusers exports (`exports`: each class → why the run
+    has no check of it, "" where it has one: through its tester, or a sibling's; empty where the run checked no
+    diffusers)."""
 
     outcomes: Outcomes = field(default_factory=dict)
     import_failures: dict[str, list[str]] = field(default_factory=dict)
+    exports: dict[str, str] = field(default_factory=dict)
 
     def add(self, tester: str, column: str, outcome: CheckOutcome) -> None:
         self.outcomes.setdefault(tester, {})[column] = outcome
@@ -156,11 +159,43 @@ class Coverage:
                     lines.append(
                         f"  {len(where)} check(s) of {len(testers)} class(es) {said}{note}: {reason} (e.g. {where[0]})"
                     )
+        lines += self._exports_summary()
         for error, modules in sorted(self.import_failures.items(), key=lambda kv: -len(kv[1])):
             lines.append(
                 f"nosync: {len(modules)} test module(s) could not be imported: {error}{_import_hint(error)} "
                 f"(e.g. {modules[0]})"
             )
+        return lines
+
+    def exported(self) -> tuple[list[str], dict[str, list[str]]]:
+        """The exported pipeline classes a check of which reached its verdict (through their tester or a sibling's),
+        and every other one under its reason (the run's, or its checks' first), most frequent first."""
+        seen: dict[str, list[CheckOutcome]] = {}
+        for o in self.all():
+            seen.setdefault(o.pipeline, []).append(o)
+        checked, others = [], {}
+        for name, why in self.exports.items():
+            if any(o.verdict == Verdict.CHECKED for o in seen.get(name, ())):
+                checked.append(name)
+            else:
+                others.setdefault(why or _no_verdict(seen.get(name, [])), []).append(name)
+        return checked, dict(sorted(others.items(), key=lambda kv: -len(kv[1])))
+
+    def _exports_summary(self) -> list[str]:
+        if not self.exports or not self.outcomes:  # a run that checked nothing (--collect-only) has no count
+            return []
+        checked, others = self.exported()
+        siblings = {o.pipeline for tester, checks in self.outcomes.items() if ids.parse_untested(tester) is not None
+                    for o in checks.values() if o.verdict == Verdict.CHECKED}  # fmt: skip
+        line = (
+            f"nosync: {len(checked)} of {len(self.exports)} exported pipeline classes checked "
+            f"({len(siblings & set(checked))} through a sibling tester)"
+        )
+        rest = sum(len(names) for names in others.values())
+        lines = [line + (f"; {rest} not:" if rest else "")]
+        for why, names in others.items():
+            shown = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+            lines.append(f"  {len(names)} class(es): {why} (e.g. {shown})")
         return lines
 
     def _by_cause(self) -> dict[str, list[str]]:
@@ -187,6 +222,7 @@ class Coverage:
             "reasons": self.reasons(Verdict.RAISED, Verdict.NOT_CHECKED, Verdict.SKIPPED),
             "import_failures": self.import_failures,
             "outcomes": {t: {c: o.to_dict() for c, o in checks.items()} for t, checks in self.outcomes.items()},
+            **({"exports": self.exports} if self.exports else {}),
         }
 
     @classmethod
@@ -201,7 +237,8 @@ class Coverage:
             tester: {column: CheckOutcome.from_dict(o) for column, o in checks.items()}
             for tester, checks in raw.get("outcomes", {}).items()
         }
-        return cls(outcomes, {k: list(v) for k, v in raw.get("import_failures", {}).items()})
+        failures = {k: list(v) for k, v in raw.get("import_failures", {}).items()}
+        return cls(outcomes, failures, dict(raw.get("exports", {})))
 
 
 def merge(parts: Iterable[Coverage]) -> Coverage:
@@ -212,7 +249,25 @@ def merge(parts: Iterable[Coverage]) -> Coverage:
             merged.outcomes.setdefault(tester, {}).update(checks)
         for error, modules in part.import_failures.items():
             merged.import_failures.setdefault(error, []).extend(modules)
+        add_exports(merged, part.exports)
     return merged
+
+
+def add_exports(coverage: Coverage, exports: Mapping[str, str]) -> None:
+    """Exported classes and why a run has no check of them: a class one part checks has a check ("")."""
+    for name, why in exports.items():
+        if name not in coverage.exports or not why:
+            coverage.exports[name] = why
+
+
+def _no_verdict(outcomes: list[CheckOutcome]) -> str:
+    """Why a class the run has checks of reached no verdict: its first check's outcome, said as the table says it."""
+    first = next(iter(outcomes), None)
+    if first is None:
+        return "no check of it ran in this run"
+    if first.verdict == Verdict.RAISED:
+        return f"raised {first.exception or first.reason}" + (f" at {first.where}" if first.where else "")
+    return f"{first.verdict}: {first.reason}" if first.verdict == Verdict.NOT_CHECKED else first.reason
 
 
 def import_error(text: str) -> str:

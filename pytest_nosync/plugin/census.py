@@ -21,7 +21,8 @@ import pytest
 
 from .. import ids
 from ..census import coverage
-from ..census.outcomes import Coverage, outcome_of, skipped
+from ..census.changed import ChangesError, repo_of, roots_of, select
+from ..census.outcomes import Coverage, add_exports, outcome_of, skipped
 from ..findings import Report
 from ..scenarios import PLAIN
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .parts import CensusRun
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
+EXPORTS_KEY = "nosync_census_exports"  # the same: the exported pipeline classes, and why a run has no check of them
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
 
@@ -76,6 +78,14 @@ class TesterCheck(pytest.Item):
         return self.path, line, str(ids.CensusId(self.class_id, self.check, self.scenario.name))
 
 
+class UntestedClass(pytest.Collector):
+    """An exported pipeline class no tester names, under the sibling tester it is checked through (census.untested):
+    its checks' parent, so that their ids and `-k` name it."""
+
+    def collect(self) -> list[Any]:
+        return []  # its checks are added with the run's final collection (Census.pytest_census_untested)
+
+
 class Census:
     """Registered by the session: adds the items, drives them, installs the hub stand-ins, says the coverage."""
 
@@ -83,6 +93,7 @@ class Census:
         self.session = session
         self._built: dict[type, Built] = {}
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
+        self._testers: dict[type, pytest.Class] = {}  # each classic tester class given checks → its node
         self.hub: Installation | None = None
         self.selection: Selection | None = None  # what --nosync-changed selected
         self.coverage = Coverage()  # each check's outcome, and the test modules that could not be imported
@@ -111,27 +122,50 @@ class Census:
             if isinstance(node, pytest.Class) and source not in claimed:
                 claimed.add(source)
                 self._add_checks(node, obj)
+                if testers.is_pipeline_tester(obj):
+                    self._testers.setdefault(obj, node)
         return result
 
     def _add_checks(self, node: pytest.Class, tester_class: type) -> None:
         collect = node.collect
 
         def with_checks() -> list[Any]:
-            own = list(collect())
-            return own + [
-                TesterCheck.from_parent(
-                    node,
-                    name=ids.item_name(check, scenario.name),
-                    tester_class=tester_class,
-                    check=check,
-                    scenario=scenario,
-                    census=self,
-                )
-                for scenario in self.session.suite.scenarios()
-                for check in self.session.settings.pipeline_checks
-            ]
+            return list(collect()) + self._checks(node, tester_class)
 
         node.collect = with_checks  # type: ignore[method-assign]
+
+    def _checks(self, parent: pytest.Collector, tester_class: Any) -> list[TesterCheck]:
+        return [
+            TesterCheck.from_parent(
+                parent,
+                name=ids.item_name(check, scenario.name),
+                tester_class=tester_class,
+                check=check,
+                scenario=scenario,
+                census=self,
+            )
+            for scenario in self.session.suite.scenarios()
+            for check in self.session.settings.pipeline_checks
+        ]
+
+    # before -k, -m and --deselect choose among the items (and --nosync-changed, trylast, among the classes)
+    @pytest.hookimpl(specname="pytest_collection_modifyitems", tryfirst=True)
+    def pytest_census_untested(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """The checks of the exported pipeline classes no collected tester names, each under the sibling tester it is
+        checked through (census.untested.plan), and every exported class's reason where the run has no check of it."""
+        if not self._testers:
+            return
+        from ..census import untested  # a census of diffusers' testers only: it imports every pipeline class
+
+        exported = untested.census_exports(inspect.getattr_static(cls, "pipeline_class") for cls in self._testers)
+        if exported is None:
+            return
+        folders = {node.path.parent for node in self._testers.values()}
+        planned = untested.plan(exported, self._testers, untested.named_in(folders))
+        for entry in planned.untested:
+            parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)
+            items += [item for item in self._checks(parent, entry) if _asked_for(item, config)]
+        add_exports(self.coverage, {e.name: planned.reasons.get(e.name, "") for e in exported})
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter says what was collected (and asks us)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -150,8 +184,6 @@ class Census:
         checks = [item for item in items if isinstance(item, TesterCheck)]
         if not checks:
             return
-        from ..census.changed import ChangesError, repo_of, roots_of, select  # --nosync-changed only: git, coverage
-
         ids = list(dict.fromkeys(item.class_id for item in checks))
         try:
             first = checks[0].path
@@ -178,12 +210,14 @@ class Census:
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[HEADER_KEY] = self.header
+            workeroutput[EXPORTS_KEY] = self.coverage.exports
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, on the controller
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         for line in getattr(node, "workeroutput", {}).get(HEADER_KEY, []):
             if line not in self.workers_header:  # every worker collected the same
                 self.workers_header.append(line)
+        add_exports(self.coverage, getattr(node, "workeroutput", {}).get(EXPORTS_KEY, {}))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.hub is not None:
@@ -256,3 +290,18 @@ class Census:
             terminalreporter.write_line(line)
         for line in self.coverage.summary():
             terminalreporter.write_line(line, yellow=line.startswith("  "), red="could not be imported" in line)
+
+
+def _asked_for(item: pytest.Item, config: pytest.Config) -> bool:
+    """Whether the run's arguments ask for `item` (added after collection, which selected by them): a path holding its
+    module, or a node id above it."""
+    module = item.getparent(pytest.Module)
+    if module is None or not config.args:
+        return True
+    below = [node.name for node in item.listchain()[item.listchain().index(module) + 1 :]]
+    for arg in config.args:
+        path = (config.invocation_params.dir / ids.node_path(arg)).resolve()
+        names = ids.names_below_file(arg)
+        if (item.path == path or path in item.path.parents) and below[: len(names)] == names:
+            return True
+    return False

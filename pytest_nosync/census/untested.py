@@ -1,0 +1,302 @@
+"""The pipeline classes diffusers exports that no tester class names, checked through a sibling tester, or counted
+with the reason they cannot be.
+
+`exported_pipelines()` lists the installed diffusers' exported pipeline classes (DiffusionPipeline subclasses, the
+placeholders it exports for those whose backend is missing, and ModularPipeline classes), each with its family: the
+package of `diffusers.pipelines` (or `diffusers.modular_pipelines`) that exports it. Given the run's tester classes,
+`plan` pairs each class no tester names with the testers of its family (its siblings), best first by the components
+their pipelines' `__init__` share with the class's; an `UntestedTester` then drives it as a tester: the class built
+from its sibling's dummy components (those its own `__init__` takes), called with its sibling's dummy inputs (those
+its own `__call__` takes). A class that cannot be built so is counted with its reason: deprecated (under
+`pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls), a placeholder, a component or a required
+`__call__` input no sibling gives, no sibling in the run.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib
+import inspect
+import re
+import textwrap
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import diffusers
+import torch
+from diffusers import DiffusionPipeline
+from diffusers.modular_pipelines import ModularPipeline
+
+from .. import ids
+from ..suite.targets.registry import assemble
+from .testers import NotDrivable, Tester, _input_binder, _parameters, _placeholder_backends, provider, tester_name
+
+DEPRECATED_FAMILY = "deprecated"  # diffusers.pipelines.deprecated: kept importable, no longer maintained
+MODULAR = "modular"
+NO_SIBLING = "no tester of its family in this run to build it from"
+MODULAR_UNTESTED = "a ModularPipeline class no modular tester config names: its blocks are a config's to give"
+
+
+@dataclass(frozen=True)
+class Exported:
+    """One pipeline class diffusers exports: its name, family, kind, the class (a placeholder's too) and the reason
+    it cannot be checked whatever tester the run has (`why_not`: deprecated, a placeholder, ...; "" otherwise)."""
+
+    name: str
+    family: str
+    pipeline_class: type
+    modular: bool = False
+    why_not: str = ""
+
+
+def census_exports(pipeline_classes: Iterable[type]) -> list[Exported] | None:
+    """The exported pipeline classes a census of these testers' pipelines accounts for: the installed diffusers' where
+    one of them is a diffusers class, else None (testers of pipelines of their own: no export to account for)."""
+    if not any(getattr(cls, "__module__", "").startswith("diffusers.") for cls in pipeline_classes):
+        return None
+    return exported_pipelines()
+
+
+def exported_pipelines() -> list[Exported]:
+    """Every pipeline class the installed diffusers exports, by name (imports each: a few seconds, once a run)."""
+    families = _families("diffusers.pipelines")
+    modular_families = _families("diffusers.modular_pipelines")
+    found: dict[str, Exported] = {}
+    names = [n for key, names in diffusers._import_structure.items() for n in names
+             if key in ("pipelines", "modular_pipelines") or key.startswith("utils.dummy_")]  # fmt: skip
+    for name in sorted(set(names)):
+        try:
+            cls = getattr(diffusers, name)
+        except Exception:  # an export that does not import is no class to count
+            continue
+        if not inspect.isclass(cls) or cls in (DiffusionPipeline, ModularPipeline):
+            continue
+        if _placeholder_backends(cls):
+            if "Pipeline" in name:  # a placeholder of a pipeline (not of a scheduler or a model)
+                found[name] = Exported(name, families.get(name, ""), cls, why_not=_placeholder_reason(cls))
+        elif issubclass(cls, DiffusionPipeline):
+            family = families.get(name) or _family_of_module(cls.__module__, "diffusers.pipelines.")
+            found[name] = Exported(name, family, cls, why_not=deprecated_reason(cls, family))
+        elif issubclass(cls, ModularPipeline):
+            found[name] = Exported(name, modular_families.get(name, MODULAR), cls, modular=True)
+    return list(found.values())
+
+
+def _families(package: str) -> dict[str, str]:
+    """Exported name → the subpackage of `package` that exports it (its `_import_structure`, read without importing
+    the subpackages)."""
+    structure = getattr(importlib.import_module(package), "_import_structure", {})
+    return {name: key.split(".")[0] for key, names in structure.items() for name in names}
+
+
+def _family_of_module(module: str, prefix: str) -> str:
+    return module.removeprefix(prefix).split(".")[0] if module.startswith(prefix) else ""
+
+
+def _placeholder_reason(cls: type) -> str:
+    backends = ", ".join(_placeholder_backends(cls))
+    return f"needs {backends}, not installed here (diffusers exports a placeholder class for it)"
+
+
+def deprecated_reason(cls: type, family: str) -> str:
+    """Why `cls` is deprecated ("" where it is not): it lives under pipelines/deprecated/, or its `__init__` calls
+    `deprecate()` whatever its arguments (a call under an `if` deprecates an argument, not the class)."""
+    if family == DEPRECATED_FAMILY:
+        return "deprecated (diffusers.pipelines.deprecated)"
+    if _always_deprecates(cls.__init__):
+        return f"deprecated ({cls.__name__}.__init__ calls deprecate())"
+    return ""
+
+
+def _always_deprecates(function: Any) -> bool:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else []
+    for statement in body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        name = getattr(getattr(call, "func", None), "id", None) or getattr(getattr(call, "func", None), "attr", None)
+        if isinstance(call, ast.Call) and name == "deprecate":
+            return True
+    return False
+
+
+# ---- pairing the untested classes with their siblings ------------------------------------------------------------
+@dataclass(frozen=True)
+class Untested:
+    """A class no tester names, to be driven through its siblings (the run's testers of its family, best first)."""
+
+    pipeline_class: type
+    family: str
+    siblings: tuple[type, ...]
+
+    @property
+    def name(self) -> str:
+        return self.pipeline_class.__name__
+
+
+@dataclass
+class Plan:
+    """What a run does with the exported classes: the untested ones it drives through a sibling, and every other
+    class no tester names with its reason (`reasons`: class name → why)."""
+
+    exported: list[Exported]
+    untested: list[Untested] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def plan(exported: Sequence[Exported], tester_classes: Iterable[type], named_elsewhere: Iterable[str] = ()) -> Plan:
+    """The untested exported classes of `exported`, given the run's `tester_classes` (classic testers: a class with
+    `pipeline_class`) and the names of the classes testers outside the run name (`named_elsewhere`: named_in): each
+    with its siblings where it can be driven, else its reason."""
+    testers = [cls for cls in tester_classes if inspect.isclass(inspect.getattr_static(cls, "pipeline_class", None))]
+    named = {getattr(inspect.getattr_static(cls, "pipeline_class"), "__name__", "") for cls in testers}
+    named |= set(named_elsewhere)
+    by_name = {e.name: e for e in exported}
+    result = Plan(list(exported))
+    for entry in exported:
+        if entry.name in named:
+            continue
+        if entry.why_not or entry.modular:
+            result.reasons[entry.name] = entry.why_not or MODULAR_UNTESTED
+            continue
+        family = [cls for cls in testers
+                  if (own := by_name.get(inspect.getattr_static(cls, "pipeline_class").__name__)) is not None
+                  and own.family == entry.family and not own.modular]  # fmt: skip
+        if not family:
+            result.reasons[entry.name] = NO_SIBLING
+            continue
+        ranked = sorted(family, key=lambda cls: _rank(entry.pipeline_class, cls))
+        result.untested.append(Untested(entry.pipeline_class, entry.family, tuple(ranked)))
+    return result
+
+
+_NAMED = re.compile(r"^\s*pipeline_class\s*=\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
+def named_in(folders: Iterable[Path]) -> set[str]:
+    """The pipeline classes the test modules of these folders name (`pipeline_class = X`, read as text): a run of a
+    part of a family (a module, a shard) does not take a class another module tests for an untested one."""
+    found: set[str] = set()
+    for folder in folders:
+        for path in sorted(folder.glob("test_*.py")):
+            found.update(_NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
+    return found
+
+
+def _rank(pipeline: type, tester: type) -> tuple[int, int, str]:
+    """A sibling's rank for `pipeline` (lower first): the required components of `pipeline` its tester's pipeline does
+    not take, then how few of all of them it takes, then its name."""
+    own = _init_parameters(pipeline)
+    theirs = set(_init_parameters(inspect.getattr_static(tester, "pipeline_class")))
+    missing = sum(1 for name, required in own.items() if required and name not in theirs)
+    return missing, -len(set(own) & theirs), tester_name(tester)
+
+
+def _init_parameters(cls: type) -> dict[str, bool]:
+    """The components `cls.__init__` takes: name → required."""
+    try:
+        signature = inspect.signature(cls.__init__)
+    except (TypeError, ValueError):
+        return {}
+    return {
+        name: param.default is inspect.Parameter.empty
+        for name, param in list(signature.parameters.items())[1:]
+        if param.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    }
+
+
+def _required_call_parameters(cls: type) -> list[str]:
+    signature = inspect.signature(cls.__call__)
+    return [
+        name for name, param in list(signature.parameters.items())[1:]
+        if param.default is inspect.Parameter.empty
+        and param.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]  # fmt: skip
+
+
+def _takes_any(function: Any) -> bool:
+    try:
+        return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+# ---- driving one --------------------------------------------------------------------------------------------------
+class UntestedTester(Tester):
+    """An untested class driven as a tester: built from its first sibling whose dummy components hold every component
+    its `__init__` requires and whose dummy inputs hold every input its `__call__` requires; NotDrivable with the
+    first sibling's lack where none does."""
+
+    def __init__(self, untested: Untested) -> None:
+        self.untested = untested
+        first = untested.siblings[0]
+        self.cls = first
+        source = provider(first) or first
+        self.name = ids.untested_target(source.__module__, source.__qualname__, untested.name)
+        self.pipeline_class = untested.pipeline_class
+        self.calibration = None
+        self._instance = None
+        self._inputs = _input_binder(first.get_dummy_inputs)
+        self._components: dict[str, Any] | None = None
+
+    def components(self) -> dict[str, Any]:
+        """The sibling's dummy components its `__init__` takes (a fresh set each build, as a tester's)."""
+        if self._components is None:
+            self._resolve()
+            return self._components  # type: ignore[return-value]  # set by _resolve
+        return self._taken(super().components())
+
+    def build(self, device: torch.device, dtype: torch.dtype) -> Any:
+        components, self._components = self.components(), None
+        return assemble(self.pipeline_class, components, device, dtype)
+
+    def call_kwargs(self, pipe: Any, ctx: Any) -> dict[str, Any]:
+        """The sibling's inputs its own `__call__` takes."""
+        return self._given(super().call_kwargs(pipe, ctx))
+
+    def _resolve(self) -> None:
+        """The first sibling that gives what the class requires becomes its tester (self.cls); else NotDrivable."""
+        first_lack = ""
+        for sibling in self.untested.siblings:
+            self.cls, self._instance = sibling, None
+            self._inputs = _input_binder(sibling.get_dummy_inputs)
+            components = self._taken(super().components())
+            lack = self._lack(components)
+            if not lack:
+                self._components = components
+                return
+            first_lack = first_lack or lack
+            self.release()
+        raise NotDrivable(f"{self.untested.name} {first_lack}, which no sibling tester of {self.untested.family} gives")
+
+    def _lack(self, components: dict[str, Any]) -> str:
+        required = [name for name, needed in _init_parameters(self.pipeline_class).items() if needed]
+        missing = [name for name in required if name not in components]
+        if missing:
+            return f"needs the component(s) {', '.join(missing)}"
+        inputs = self._inputs(self.instance, SimpleNamespace(device=torch.device("cpu"), seed=0))
+        missing = [name for name in _required_call_parameters(self.pipeline_class) if name not in inputs]
+        return f"requires the input(s) {', '.join(missing)} in __call__" if missing else ""
+
+    def _taken(self, components: dict[str, Any]) -> dict[str, Any]:
+        if _takes_any(self.pipeline_class.__init__):
+            return components
+        own = _init_parameters(self.pipeline_class)
+        return {name: value for name, value in components.items() if name in own}
+
+    def _given(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        if _takes_any(self.pipeline_class.__call__):
+            return inputs
+        own = _call_parameters(self.pipeline_class)
+        return {name: value for name, value in inputs.items() if name in own}
+
+
+@functools.lru_cache(maxsize=512)
+def _call_parameters(cls: type) -> frozenset[str]:
+    return _parameters(cls.__call__)

@@ -1,0 +1,149 @@
+"""Exported pipeline classes no tester names (census.untested), on a family written here (tests/twins/
+untested_pipelines.py) beside the loop's tester: each checked through that sibling tester, under its own id, a sync
+in its loop found at its line; one whose call requires an input no sibling gives and a deprecated one counted with
+their reasons, never passed; the coverage line counting exported classes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_nosync import ids
+from pytest_nosync.census import untested
+from tests.twins import untested_pipelines
+
+TESTER = """
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class LoopTesterConfig:
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "strength": 1.0, "read_early": False}
+
+
+class TestLoop(LoopTesterConfig):
+    def test_own(self):
+        pass
+"""
+
+SIBLING = "test_loop.py::TestLoop"
+
+
+@pytest.fixture(autouse=True)
+def _exports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twins' family is what the installed diffusers exports in these runs."""
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes: untested_pipelines.exported())
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _dynamo_loaded() -> None:
+    """Traced once here first (see tests/census/test_tester_classes.py)."""
+    import torch
+
+    torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
+    torch._dynamo.reset()
+
+
+def test_each_untested_class_gets_the_testers_checks_under_its_sibling_and_its_own_name(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_loop=TESTER)
+    result = pytester.runpytest("--nosync", "--collect-only", "-q", "-p", "no:cacheprovider")
+    checks = [line for line in result.outlines if "nosync[" in line]
+    named = ("SyncingLoopPipeline", "CleanLoopPipeline", "NeedsInputPipeline")  # not the deprecated one
+    assert checks == [
+        f"{SIBLING}::nosync[{check}]" for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
+    ] + [
+        f"{ids.untested_tester(SIBLING, name)}::nosync[{check}]"
+        for name in named
+        for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
+    ]
+    assert ids.parse_untested(ids.parse(checks[-1]).tester) == ("test_loop.py::TestLoop", "NeedsInputPipeline")
+    assert ids.parse_untested(SIBLING) is None
+
+
+def test_an_untested_class_is_checked_through_its_sibling_a_sync_at_its_line_the_rest_counted(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    out = result.stdout.str()
+    line = untested_pipelines.line_of("syncs per step", untested_pipelines.SyncingLoopPipeline)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert f"FAILED {SIBLING}::SyncingLoopPipeline::nosync[syncs]" in out
+    assert "nosync: 3 of 5 exported pipeline classes checked (2 through a sibling tester); 2 not:" in out, out
+    assert (
+        "  1 class(es): deprecated (DeprecatedLoopPipeline.__init__ calls deprecate()) (e.g. DeprecatedLoopPipeline)"
+        in out
+    )
+    assert (
+        "  1 class(es): NeedsInputPipeline requires the input(s) mask in __call__, which no sibling tester of loop "
+        "gives (e.g. NeedsInputPipeline)" in out
+    )
+    doc = json.loads((pytester.path / "report.json").read_text())
+    outcomes = doc["census"]["outcomes"]
+    assert outcomes[f"{SIBLING}::CleanLoopPipeline"]["syncs"]["verdict"] == "checked"
+    assert outcomes[f"{SIBLING}::CleanLoopPipeline"]["syncs"]["passed"] is True
+    assert outcomes[f"{SIBLING}::NeedsInputPipeline"]["syncs"]["verdict"] == "skipped"
+    assert doc["census"]["exports"]["DeprecatedLoopPipeline"].startswith("deprecated")
+    targets = {t["target"]: t["metrics"]["pipeline"] for t in doc["tests"]}
+    assert targets["test_loop::LoopTesterConfig::CleanLoopPipeline"] == "CleanLoopPipeline"
+    steps = {t["target"]: t["steps"] for t in doc["tests"]}
+    assert steps["test_loop::LoopTesterConfig::SyncingLoopPipeline"] == 2  # its own progress bar's, as a tester's
+
+
+def test_a_component_no_sibling_builds_is_a_reason_not_a_pass(pytester: pytest.Pytester) -> None:
+    class NeedsComponentPipeline(untested_pipelines.LoopPipeline):
+        def __init__(self, transformer, scheduler, vocoder) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(transformer, scheduler)
+
+    entries = [untested.Exported("LoopPipeline", "loop", untested_pipelines.LoopPipeline),
+               untested.Exported("NeedsComponentPipeline", "loop", NeedsComponentPipeline)]  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(untested, "census_exports", lambda pipeline_classes: entries)
+        pytester.makepyfile(test_loop=TESTER)
+        result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "NeedsComponentPipeline needs the component(s) vocoder, which no sibling tester of loop gives" in (
+        result.stdout.str()
+    )
+
+
+def test_a_class_another_module_of_the_family_names_is_not_taken_for_an_untested_one(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_loop=TESTER,
+        test_clean="class TestClean:\n    pipeline_class = CleanLoopPipeline\n",  # not collected: -k, a shard, a path
+    )
+    result = pytester.runpytest("test_loop.py", "--nosync", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert not [line for line in result.outlines if "CleanLoopPipeline" in line]
+    assert [line for line in result.outlines if "SyncingLoopPipeline::nosync[syncs]" in line]
+
+
+def test_a_node_id_given_keeps_only_the_untested_checks_below_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_loop=TESTER)
+    result = pytester.runpytest(
+        f"{SIBLING}::nosync[syncs]", "--nosync", "--collect-only", "-q", "-p", "no:cacheprovider"
+    )
+    assert [line for line in result.outlines if "nosync[" in line] == [f"{SIBLING}::nosync[syncs]"]
+
+
+def test_the_installed_diffusers_exports_are_listed_with_their_family_and_reasons() -> None:
+    exported = {e.name: e for e in untested.exported_pipelines()}
+    assert exported["LTXI2VLongMultiPromptPipeline"].family == "ltx"
+    assert not exported["LTXI2VLongMultiPromptPipeline"].why_not
+    assert exported["AmusedPipeline"].why_not.startswith("deprecated")  # under pipelines/deprecated/
+    assert exported["FluxModularPipeline"].modular
+    assert "DiffusionPipeline" not in exported and "ModularPipeline" not in exported

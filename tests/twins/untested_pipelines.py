@@ -1,0 +1,61 @@
+"""Pipeline classes of tests/twins/loop_pipeline.py's family that no tester names, as diffusers exports some: the
+census checks them through the loop's tester (census.untested), or counts them with their reason."""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from diffusers.utils import deprecate
+
+from pytest_nosync.census.untested import Exported, deprecated_reason
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class SyncingLoopPipeline(LoopPipeline):
+    """The loop's components and call, reading the timestep on the host in every step."""
+
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
+        latents = latents * float(t)  # twin: syncs per step
+        return self.scheduler.step(self.transformer(latents), t, latents)
+
+
+class CleanLoopPipeline(LoopPipeline):
+    """A call of its own that takes fewer inputs than the loop's tester gives (they are left out), and an optional
+    component that tester does not build."""
+
+    def __init__(self, transformer: Denoiser, scheduler: Scheduler, refiner: Denoiser | None = None) -> None:
+        super().__init__(transformer, scheduler)
+
+    def __call__(self, latents: torch.Tensor, num_inference_steps: int = 3) -> torch.Tensor:  # type: ignore[override]
+        return super().__call__(latents, num_inference_steps=num_inference_steps)
+
+
+class NeedsInputPipeline(LoopPipeline):
+    """Its call requires a mask, which the loop's tester does not give."""
+
+    def __call__(self, latents: torch.Tensor, mask: torch.Tensor, num_inference_steps: int = 3) -> torch.Tensor:  # type: ignore[override]
+        return super().__call__(latents * mask, num_inference_steps=num_inference_steps)
+
+
+class DeprecatedLoopPipeline(LoopPipeline):
+    """Deprecated as diffusers deprecates a pipeline: its `__init__` always warns."""
+
+    def __init__(self, transformer: Denoiser, scheduler: Scheduler) -> None:
+        deprecate("DeprecatedLoopPipeline", "1.0.0", "use LoopPipeline")
+        super().__init__(transformer, scheduler)
+
+
+FAMILY = "loop"
+UNTESTED = (SyncingLoopPipeline, CleanLoopPipeline, NeedsInputPipeline, DeprecatedLoopPipeline)
+
+
+def exported() -> list[Exported]:
+    """The family as diffusers would list its exports (census.untested.exported_pipelines)."""
+    return [Exported(cls.__name__, FAMILY, cls, why_not=deprecated_reason(cls, FAMILY))
+            for cls in (LoopPipeline, *UNTESTED)]  # fmt: skip
+
+
+def line_of(marker: str, pipeline: type) -> int:
+    lines, start = inspect.getsourcelines(pipeline)
+    return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
