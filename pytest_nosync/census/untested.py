@@ -20,6 +20,7 @@ import importlib
 import inspect
 import re
 import textwrap
+import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +29,11 @@ from typing import Any
 
 import diffusers
 import torch
-from diffusers import DiffusionPipeline
+from diffusers import DiffusionPipeline, ModelMixin
 from diffusers.modular_pipelines import ModularPipeline
 
 from .. import ids
+from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from .testers import NotDrivable, Tester, _input_binder, _parameters, _placeholder_backends, provider, tester_name
 
@@ -108,7 +110,7 @@ def deprecated_reason(cls: type, family: str) -> str:
     if family == DEPRECATED_FAMILY:
         return "deprecated (diffusers.pipelines.deprecated)"
     if _always_deprecates(cls.__init__):
-        return f"deprecated ({cls.__name__}.__init__ calls deprecate())"
+        return "deprecated (its __init__ calls deprecate())"
     return ""
 
 
@@ -189,13 +191,18 @@ def named_in(folders: Iterable[Path]) -> set[str]:
     return found
 
 
-def _rank(pipeline: type, tester: type) -> tuple[int, int, str]:
+def _rank(pipeline: type, tester: type) -> tuple[int, int, int, str]:
     """A sibling's rank for `pipeline` (lower first): the required components of `pipeline` its tester's pipeline does
-    not take, then how few of all of them it takes, then its name."""
-    own = _init_parameters(pipeline)
-    theirs = set(_init_parameters(inspect.getattr_static(tester, "pipeline_class")))
-    missing = sum(1 for name, required in own.items() if required and name not in theirs)
-    return missing, -len(set(own) & theirs), tester_name(tester)
+    not take, then how few of its components, then of its call's inputs, that pipeline takes too, then its name."""
+    theirs = inspect.getattr_static(tester, "pipeline_class")
+    own, taken = _init_parameters(pipeline), set(_init_parameters(theirs))
+    missing = sum(1 for name, required in own.items() if required and name not in taken)
+    return (
+        missing,
+        -len(set(own) & taken),
+        -len(_call_parameters(pipeline) & _call_parameters(theirs)),
+        tester_name(tester),
+    )
 
 
 def _init_parameters(cls: type) -> dict[str, bool]:
@@ -229,57 +236,76 @@ def _takes_any(function: Any) -> bool:
 
 # ---- driving one --------------------------------------------------------------------------------------------------
 class UntestedTester(Tester):
-    """An untested class driven as a tester: built from its first sibling whose dummy components hold every component
-    its `__init__` requires and whose dummy inputs hold every input its `__call__` requires; NotDrivable with the
-    first sibling's lack where none does."""
+    """An untested class driven as a tester, through the first of its siblings (best first) that fits: whose dummy
+    components hold every model its `__init__` requires (of the class it names), whose dummy inputs hold every input
+    its `__call__` requires, and with which a plain call of the class returns. Where none returns, the first that fits
+    is used (its raise is the checks' finding); where none fits, NotDrivable with the first sibling's lack."""
 
     def __init__(self, untested: Untested) -> None:
         self.untested = untested
         first = untested.siblings[0]
-        self.cls = first
         source = provider(first) or first
         self.name = ids.untested_target(source.__module__, source.__qualname__, untested.name)
         self.pipeline_class = untested.pipeline_class
         self.calibration = None
-        self._instance = None
-        self._inputs = _input_binder(first.get_dummy_inputs)
-        self._components: dict[str, Any] | None = None
+        self._use(first)
+        self._chosen: type | None = None
+
+    def _use(self, sibling: type) -> None:
+        self.cls, self._instance = sibling, None
+        self._inputs = _input_binder(sibling.get_dummy_inputs)
 
     def components(self) -> dict[str, Any]:
-        """The sibling's dummy components its `__init__` takes (a fresh set each build, as a tester's)."""
-        if self._components is None:
-            self._resolve()
-            return self._components  # type: ignore[return-value]  # set by _resolve
+        """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's)."""
         return self._taken(super().components())
 
     def build(self, device: torch.device, dtype: torch.dtype) -> Any:
-        components, self._components = self.components(), None
-        return assemble(self.pipeline_class, components, device, dtype)
+        if self._chosen is None:
+            return self._choose(device, dtype)
+        return assemble(self.pipeline_class, self.components(), device, dtype)
 
     def call_kwargs(self, pipe: Any, ctx: Any) -> dict[str, Any]:
-        """The sibling's inputs its own `__call__` takes."""
+        """The sibling's inputs the class's own `__call__` takes."""
         return self._given(super().call_kwargs(pipe, ctx))
 
-    def _resolve(self) -> None:
-        """The first sibling that gives what the class requires becomes its tester (self.cls); else NotDrivable."""
-        first_lack = ""
+    def _choose(self, device: torch.device, dtype: torch.dtype) -> Any:
+        """The first fitting sibling with which a plain call returns (see the class doc), and its pipeline."""
+        lacks, fitting = [], []
         for sibling in self.untested.siblings:
-            self.cls, self._instance = sibling, None
-            self._inputs = _input_binder(sibling.get_dummy_inputs)
-            components = self._taken(super().components())
+            self._use(sibling)
+            components = self.components()
             lack = self._lack(components)
-            if not lack:
-                self._components = components
-                return
-            first_lack = first_lack or lack
-            self.release()
-        raise NotDrivable(f"{self.untested.name} {first_lack}, which no sibling tester of {self.untested.family} gives")
+            if lack:
+                lacks.append(lack)
+                continue
+            fitting.append(sibling)
+            try:  # the class built and called with this sibling's components and inputs: a raise tries the next
+                pipe = assemble(self.pipeline_class, components, device, dtype)
+                with torch.no_grad():
+                    pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
+            except Exception:  # the next sibling is tried; where none returns, the first's raise is the finding
+                continue
+            self._chosen = sibling
+            return pipe
+        if not fitting:
+            raise NotDrivable(f"{lacks[0]}, which no sibling tester of {self.untested.family} gives")
+        self._chosen = fitting[0]
+        self._use(fitting[0])
+        return assemble(self.pipeline_class, self.components(), device, dtype)
 
     def _lack(self, components: dict[str, Any]) -> str:
+        """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""
         required = [name for name, needed in _init_parameters(self.pipeline_class).items() if needed]
         missing = [name for name in required if name not in components]
         if missing:
             return f"needs the component(s) {', '.join(missing)}"
+        wrong = [
+            f"{name} ({'/'.join(m.__name__ for m in models)})"
+            for name, models in _models_taken(self.pipeline_class).items()
+            if isinstance(components.get(name), ModelMixin) and not isinstance(components[name], models)
+        ]
+        if wrong:
+            return f"needs the model(s) {', '.join(wrong)}"
         inputs = self._inputs(self.instance, SimpleNamespace(device=torch.device("cpu"), seed=0))
         missing = [name for name in _required_call_parameters(self.pipeline_class) if name not in inputs]
         return f"requires the input(s) {', '.join(missing)} in __call__" if missing else ""
@@ -300,3 +326,21 @@ class UntestedTester(Tester):
 @functools.lru_cache(maxsize=512)
 def _call_parameters(cls: type) -> frozenset[str]:
     return _parameters(cls.__call__)
+
+
+@functools.lru_cache(maxsize=512)
+def _models_taken(cls: type) -> dict[str, tuple[type, ...]]:
+    """The components `cls.__init__` names diffusers model classes for (a union's members; a list of them is not
+    checked), by name: a sibling's model of another class (a ControlNetModel where only a ControlNetUnionModel, or a
+    list or a multi-model of those, is named) does not fit."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # an annotation that does not resolve names no class to check
+        return {}
+    found = {}
+    for name, hint in hints.items():
+        members = typing.get_args(hint) or (hint,)
+        models = tuple(m for m in members if inspect.isclass(m) and issubclass(m, ModelMixin))
+        if models:
+            found[name] = models
+    return found

@@ -29,6 +29,7 @@ from torch.overrides import TorchFunctionMode
 from ..patching import Patches
 from . import syncs, tensor
 from .device import generator as emulated_generator
+from .identity import DEVICE_TYPE
 from .streams import Event
 from .streams import Stream as _Stream
 
@@ -79,6 +80,10 @@ class Stream(_Stream):
     namespace = "cuda"
 
 
+def _is_emulated(device: Any) -> bool:
+    return isinstance(device, (str, torch.device)) and str(device).partition(":")[0] == DEVICE_TYPE
+
+
 def _generator_class(original: type) -> type:
     class GeneratorMeta(type(original)):  # type: ignore[misc]
         def __instancecheck__(cls, obj: Any) -> bool:
@@ -91,7 +96,9 @@ def _generator_class(original: type) -> type:
         """torch.Generator, with "cuda" giving a generator of the emulated device."""
 
         def __new__(cls, device: Any = "cpu") -> Any:
-            return emulated_generator() if is_cuda(device) else original(device)
+            # the emulated device's own name too: a pipeline makes a generator on its execution device (LTX's long
+            # multi-prompt pipeline, per window), and torch makes none for a Python-defined backend
+            return emulated_generator() if is_cuda(device) or _is_emulated(device) else original(device)
 
     return Generator
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
 EXPORTS_KEY = "nosync_census_exports"  # the same: the exported pipeline classes, and why a run has no check of them
+UNTESTED_KEYWORD = "untested"  # `-k untested` selects the checks of the classes no tester names
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
 
@@ -164,7 +165,10 @@ class Census:
         planned = untested.plan(exported, self._testers, untested.named_in(folders))
         for entry in planned.untested:
             parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)
-            items += [item for item in self._checks(parent, entry) if _asked_for(item, config)]
+            for item in self._checks(parent, entry):
+                item.extra_keyword_matches.add(UNTESTED_KEYWORD)
+                if _asked_for(item, config):
+                    items.append(item)
         add_exports(self.coverage, {e.name: planned.reasons.get(e.name, "") for e in exported})
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter says what was collected (and asks us)

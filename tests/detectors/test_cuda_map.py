@@ -36,6 +36,8 @@ def test_cuda_code_lands_on_the_emulated_device(mapped: torch.device) -> None:
     generator = torch.Generator("cuda")
     assert generator.device == mapped and isinstance(generator, torch.Generator)
     assert isinstance(torch.Generator(), torch.Generator) and torch.Generator().device.type == "cpu"
+    # a generator on the emulated device itself (a pipeline's on its execution device): torch makes none for it
+    assert torch.Generator(device=mapped).device == mapped and torch.Generator(device=str(mapped)).device == mapped
     assert torch.ones(2).to(torch.float16).device.type == "cpu"  # only device arguments move
 
 

@@ -59,3 +59,23 @@ def exported() -> list[Exported]:
 def line_of(marker: str, pipeline: type) -> int:
     lines, start = inspect.getsourcelines(pipeline)
     return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
+
+
+class PickyLoopPipeline(LoopPipeline):
+    """Raises with a share of the steps (an img2img tester's inputs): built through a sibling whose inputs it takes."""
+
+    def __call__(self, latents: torch.Tensor, num_inference_steps: int = 3, strength: float = 1.0) -> torch.Tensor:  # type: ignore[override]
+        if strength < 1.0:
+            raise ValueError("this pipeline runs every step")
+        return super().__call__(latents, num_inference_steps=num_inference_steps)
+
+
+class OtherDenoiser(Denoiser):
+    """A model class of its own, which the loop's tester does not build."""
+
+
+class OtherModelPipeline(LoopPipeline):
+    """Names a model class the sibling's transformer is not."""
+
+    def __init__(self, transformer: OtherDenoiser, scheduler: Scheduler) -> None:
+        super().__init__(transformer, scheduler)
