@@ -40,7 +40,9 @@ from .testers import NotDrivable, Tester, _input_binder, _parameters, _placehold
 DEPRECATED_FAMILY = "deprecated"  # diffusers.pipelines.deprecated: kept importable, no longer maintained
 MODULAR = "modular"
 NO_SIBLING = "no tester of its family in this run to build it from"
-MODULAR_UNTESTED = "a ModularPipeline class no modular tester config names: its blocks are a config's to give"
+MODULAR_UNTESTED = (
+    "a ModularPipeline class no modular tester config of this run names: its blocks are a config's to give"
+)
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def plan(exported: Sequence[Exported], tester_classes: Iterable[type], named_els
             continue
         family = [cls for cls in testers
                   if (own := by_name.get(inspect.getattr_static(cls, "pipeline_class").__name__)) is not None
-                  and own.family == entry.family and not own.modular]  # fmt: skip
+                  and own.family == entry.family and not own.modular and not own.why_not]  # fmt: skip
         if not family:
             result.reasons[entry.name] = NO_SIBLING
             continue
@@ -273,10 +275,14 @@ class UntestedTester(Tester):
         lacks, fitting = [], []
         for sibling in self.untested.siblings:
             self._use(sibling)
-            components = self.components()
-            lack = self._lack(components)
+            try:
+                components = self.components()
+                lack = self._lack(components)
+            except NotDrivable as exc:  # the sibling's own build or inputs cannot be had here: the next is tried
+                lacks.append(str(exc))
+                continue
             if lack:
-                lacks.append(lack)
+                lacks.append(f"{lack}, which no sibling tester of {self.untested.family} gives")
                 continue
             fitting.append(sibling)
             try:  # the class built and called with this sibling's components and inputs: a raise tries the next
@@ -288,7 +294,7 @@ class UntestedTester(Tester):
             self._chosen = sibling
             return pipe
         if not fitting:
-            raise NotDrivable(f"{lacks[0]}, which no sibling tester of {self.untested.family} gives")
+            raise NotDrivable(lacks[0])
         self._chosen = fitting[0]
         self._use(fitting[0])
         return assemble(self.pipeline_class, self.components(), device, dtype)

@@ -8,7 +8,9 @@ call, the same detectors, baseline, reports and traces) on the tester's pipeline
 `get_dummy_components()` and calibrated by one plain call (census.building: this module is its pytest side). A
 tester that cannot be driven here is skipped with its reason and counted; the summary says the coverage. Where the hub
 cannot be reached, the repositories the testers load are stood in for by repositories built in code
-(census.hub_standins), and the run says so.
+(census.hub_standins), and the run says so. After collection, each pipeline class diffusers exports that no collected
+tester names gets the same items under the sibling tester it is checked through (census.untested),
+`<module>::<Sibling>::<PipelineClass>::nosync[<check>]`, and the summary counts the exported classes checked.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ class Census:
         self._built: dict[type, Built] = {}
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
         self._testers: dict[type, pytest.Class] = {}  # each classic tester class given checks → its node
+        self._named: set[str] = set()  # the pipeline classes the tester classes given checks name, modular ones too
         self.hub: Installation | None = None
         self.selection: Selection | None = None  # what --nosync-changed selected
         self.coverage = Coverage()  # each check's outcome, and the test modules that could not be imported
@@ -125,6 +128,8 @@ class Census:
                 self._add_checks(node, obj)
                 if testers.is_pipeline_tester(obj):
                     self._testers.setdefault(obj, node)
+                named = getattr(inspect.getattr_static(obj, "pipeline_class", None), "__name__", "")
+                self._named.update([named] if named else [])
         return result
 
     def _add_checks(self, node: pytest.Class, tester_class: type) -> None:
@@ -162,7 +167,7 @@ class Census:
         if exported is None:
             return
         folders = {node.path.parent for node in self._testers.values()}
-        planned = untested.plan(exported, self._testers, untested.named_in(folders))
+        planned = untested.plan(exported, self._testers, self._named | untested.named_in(folders))
         for entry in planned.untested:
             parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)
             for item in self._checks(parent, entry):

@@ -183,3 +183,26 @@ def test_a_sibling_whose_inputs_make_the_class_raise_gives_way_to_the_next_and_a
     # two testers of LoopPipeline pass, and PickyLoopPipeline, under the first sibling, through the second
     assert "needs the model(s) transformer (OtherDenoiser), which no sibling tester of loop gives" in out, out
     assert "nosync: 2 of 3 exported pipeline classes checked (1 through a sibling tester); 1 not:" in out, out
+
+
+def test_the_plan_takes_a_class_a_modular_config_names_for_tested_and_counts_the_rest() -> None:
+    class FamilyModularPipeline:  # a ModularPipeline class, as the plan sees one
+        pass
+
+    class OtherModularPipeline:
+        pass
+
+    class LoneFamilyPipeline:
+        pass
+
+    entries = [
+        untested.Exported("FamilyModularPipeline", "loop", FamilyModularPipeline, modular=True),
+        untested.Exported("OtherModularPipeline", "loop", OtherModularPipeline, modular=True),
+        untested.Exported("LoneFamilyPipeline", "lone", LoneFamilyPipeline),
+    ]
+    planned = untested.plan(entries, [], named_elsewhere={"FamilyModularPipeline"})  # a modular config's
+    assert planned.untested == []
+    assert planned.reasons == {
+        "OtherModularPipeline": untested.MODULAR_UNTESTED,
+        "LoneFamilyPipeline": untested.NO_SIBLING,
+    }
