@@ -36,6 +36,7 @@ GROUP = "@"  # pytest-xdist's loadgroup: `<node id>@<group>`
 PART = "::"  # between a node id's file and its classes and function; between a coverage key's tester and column
 SCENARIO = "-"  # between a check (or a target) and its scenario, in a column and in a parameter id
 PREFIX = "nosync"  # a census item's name: nosync[<check>] or nosync[<check>-<scenario>]
+UNTESTED = "untested"  # the keyword of an untested class's checks (`-k untested`; their ids cannot be given as is)
 _CENSUS = re.compile(r"^(?P<tester>.+)::nosync\[(?P<check>[A-Za-z_]+)(?:-(?P<scenario>[A-Za-z0-9_]+))?\](?:@.*)?$")
 
 

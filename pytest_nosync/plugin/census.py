@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
 EXPORTS_KEY = "nosync_census_exports"  # the same: the exported pipeline classes, and why a run has no check of them
-UNTESTED_KEYWORD = "untested"  # `-k untested` selects the checks of the classes no tester names
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
 
@@ -163,7 +162,8 @@ class Census:
             return
         from ..census import untested  # a census of diffusers' testers only: it imports every pipeline class
 
-        exported = untested.census_exports(inspect.getattr_static(cls, "pipeline_class") for cls in self._testers)
+        pipelines = [inspect.getattr_static(cls, "pipeline_class") for cls in self._testers]
+        exported = untested.census_exports(pipelines, [node.path for node in self._testers.values()])
         if exported is None:
             return
         folders = {node.path.parent for node in self._testers.values()}
@@ -171,7 +171,7 @@ class Census:
         for entry in planned.untested:
             parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)
             for item in self._checks(parent, entry):
-                item.extra_keyword_matches.add(UNTESTED_KEYWORD)
+                item.extra_keyword_matches.add(ids.UNTESTED)  # `-k untested` selects them
                 if _asked_for(item, config):
                     items.append(item)
         add_exports(self.coverage, {e.name: planned.reasons.get(e.name, "") for e in exported})

@@ -6,6 +6,7 @@ their reasons, never passed; the coverage line counting exported classes."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -36,12 +37,13 @@ class TestLoop(LoopTesterConfig):
 """
 
 SIBLING = "test_loop.py::TestLoop"
+CENSUS_EXPORTS = untested.census_exports  # the module's own, which the fixture below stands in for
 
 
 @pytest.fixture(autouse=True)
 def _exports(monkeypatch: pytest.MonkeyPatch) -> None:
     """The twins' family is what the installed diffusers exports in these runs."""
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes: untested_pipelines.exported())
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: untested_pipelines.exported())
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -108,7 +110,7 @@ def test_a_component_no_sibling_builds_is_a_reason_not_a_pass(pytester: pytest.P
     entries = [untested.Exported("LoopPipeline", "loop", untested_pipelines.LoopPipeline),
                untested.Exported("NeedsComponentPipeline", "loop", NeedsComponentPipeline)]  # fmt: skip
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(untested, "census_exports", lambda pipeline_classes: entries)
+        patch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
         pytester.makepyfile(test_loop=TESTER)
         result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, skipped=1)
@@ -174,7 +176,7 @@ def test_a_sibling_whose_inputs_make_the_class_raise_gives_way_to_the_next_and_a
     `__init__` names is a reason, not a build that fails later."""
     picky, other = untested_pipelines.PickyLoopPipeline, untested_pipelines.OtherModelPipeline
     entries = [untested.Exported(cls.__name__, "loop", cls) for cls in (untested_pipelines.LoopPipeline, picky, other)]
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes: entries)
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
     pytester.makepyfile(test_loop=TESTER + SHARED_STEPS)
     result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", "-rs")
     result.assert_outcomes(passed=3, skipped=1)
@@ -206,3 +208,22 @@ def test_the_plan_takes_a_class_a_modular_config_names_for_tested_and_counts_the
         "OtherModularPipeline": untested.MODULAR_UNTESTED,
         "LoneFamilyPipeline": untested.NO_SIBLING,
     }
+
+
+def test_the_reproducing_command_of_an_untested_class_runs_its_one_check(pytester: pytest.Pytester) -> None:
+    """`census raises` gives `pytest "<sibling>" -k "untested and <class>"` (census.upstream): it runs that check."""
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-k", "untested and SyncingLoopPipeline", "--nosync", "--nosync-checks=syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(SIBLING, *args)
+    result.assert_outcomes(failed=1)
+    assert f"FAILED {SIBLING}::SyncingLoopPipeline::nosync[syncs]" in result.stdout.str()
+
+
+def test_exports_are_accounted_for_in_a_census_of_diffusers_tests_pipelines_only(tmp_path: Path) -> None:
+    """A tester of a diffusers pipeline outside a checkout's tests/pipelines (this repository's own twins) adds no
+    untested class to its run."""
+    from diffusers import FluxPipeline
+
+    assert CENSUS_EXPORTS([FluxPipeline], [tmp_path / "test_flux.py"]) is None
+    checkout = tmp_path / "tests/pipelines/x/test_x.py"
+    assert CENSUS_EXPORTS([untested_pipelines.LoopPipeline], [checkout]) is None

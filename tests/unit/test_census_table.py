@@ -402,6 +402,20 @@ def test_the_upstream_list_gives_each_cause_its_pipelines_and_a_command_that_rep
     ) in done.stdout
 
 
+def test_an_untested_class_is_reproduced_through_its_sibling_and_its_keyword() -> None:
+    """Its checks are added after collection: a node id of theirs is not found, its sibling's with `-k` is."""
+    from pytest_nosync.census.upstream import upstream_list
+
+    raised = CheckOutcome(Verdict.RAISED, False, "TypeError: x", exception="TypeError", message="x", where="d/p.py:807")
+    tester = ids.untested_tester(f"tests/pipelines/{FLUX}", "FluxControlPipeline")
+    row = table.Row("FluxControlPipeline", tester, {"syncs": table.Cell(raised)})
+    text = upstream_list([row], {}, "T")
+    assert (
+        f'- reproduce: `pytest "tests/pipelines/{FLUX}" -k "untested and FluxControlPipeline" --nosync '
+        "--nosync-checks=syncs --nosync-scenarios=plain`"
+    ) in text, text
+
+
 def test_a_report_joins_its_row_at_its_own_check_and_scenario() -> None:
     """The table puts a report in the column its `check` and `scenario` say (the tester's row from its test id)."""
     reports = [_report(WAN, "syncs", _sync(1)), _report(WAN, "syncs-lora", _sync(1, count=5))]
