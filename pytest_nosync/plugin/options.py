@@ -320,10 +320,11 @@ TABLE: tuple[Option, ...] = (
            "started for the run and quit at its end; off: none is started, and without a running one they time-share "
            "the GPU, several times slower)",
            choice("auto", "off")),
-    Option("share_traces", "on (default): a census graph check whose key (the denoiser's class, code and config, "
+    Option("share_traces", "on: a census graph check whose key (the denoiser's class, code and config, "
            "dtype, scenario, every call's inputs, the torch and diffusers versions, dynamo's config) another tester "
            "class traced already takes that verdict, re-attributed to its own test id, instead of tracing again "
-           "(docs/census.md); off: every class traces", choice("on", "off")),
+           "(docs/census.md); off (default, as measured on a GPU it took no verdict and cost time): every class traces",
+           choice("off", "on")),
 )  # fmt: skip
 ROWS = {o.name: o for o in TABLE}
 GUARD_ROWS = tuple(o for o in TABLE if o.guard)
@@ -356,7 +357,7 @@ class Settings:
     graph_workers: int | None = None  # None: auto (plugin.graph_helpers.pool.auto_count)
     share_gpus: bool = False
     mps: str = "auto"
-    share_traces: str = "on"
+    share_traces: str = "off"
     shard: Any = None  # census.shards.Shard: this run's shard; None: the whole census
     durations: str | None = None
     changed: str | None = None  # None: every check; "": changes since the merge base with main; else since this REF

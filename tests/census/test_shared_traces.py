@@ -100,12 +100,13 @@ def traced(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return compiles
 
 
-def _census(pytester: pytest.Pytester, breaks: bool, *options: str) -> dict[str, dict[str, Any]]:
+def _census(pytester: pytest.Pytester, breaks: bool, *options: str, default: bool = False) -> dict[str, dict[str, Any]]:
+    """The census of the twins' two classes, with sharing on unless `default` (the run's own default, off)."""
     pytester.makepyfile(shared_denoiser=DENOISER, test_pipelines=TESTERS.format(breaks=breaks))
     pytester.syspathinsert()
     result = pytester.runpytest("-m", "gpu", "--nosync", "--nosync-checks=graph_breaks",
                                 "--nosync-trace=never", "--nosync-report=report.json", "-p", "no:cacheprovider",
-                                *options)  # fmt: skip
+                                *([] if default else ["--nosync-share-traces=on"]), *options)  # fmt: skip
     result.assert_outcomes(passed=0 if breaks else 2, failed=2 if breaks else 0)
     doc = json.loads((pytester.path / "report.json").read_text())
     return {test["test_id"].split("::")[1]: test for test in doc["tests"]}
@@ -121,8 +122,11 @@ def test_the_second_class_takes_the_first_ones_verdict_without_tracing(
     assert tests["TestSecond"]["passed"] is True and tests["TestSecond"]["metrics"]["graph_count"] == 1
 
 
-def test_with_sharing_off_each_class_traces(pytester: pytest.Pytester, traced: list[int]) -> None:
-    tests = _census(pytester, False, "--nosync-share-traces=off")
+@pytest.mark.parametrize("options", [("--nosync-share-traces=off",), ()], ids=["said", "the default"])
+def test_with_sharing_off_each_class_traces(
+    pytester: pytest.Pytester, traced: list[int], options: tuple[str, ...]
+) -> None:
+    tests = _census(pytester, False, *options, default=True)
     assert len(traced) == 2
     assert not any(SHARED_FROM in test["metrics"] for test in tests.values())
 
