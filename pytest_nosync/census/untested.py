@@ -9,7 +9,8 @@ their pipelines' `__init__` share with the class's; an `UntestedTester` then dri
 from its sibling's dummy components (those its own `__init__` takes), called with its sibling's dummy inputs (those
 its own `__call__` takes). A class that cannot be built so is counted with its reason: deprecated (under
 `pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls), a placeholder, a component or a required
-`__call__` input no sibling gives, no sibling in the run.
+`__call__` input no sibling gives, no sibling in the run, a plain call that raises with every fitting sibling's
+inputs (often an input its `__call__` marks optional but needs: an inpainting class's mask).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import importlib
 import inspect
 import re
 import textwrap
+import traceback
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,9 +35,20 @@ from diffusers import DiffusionPipeline, ModelMixin
 from diffusers.modular_pipelines import ModularPipeline
 
 from .. import ids
+from ..findings import Location
+from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
-from .testers import NotDrivable, Tester, _input_binder, _parameters, _placeholder_backends, provider, tester_name
+from .testers import (
+    NotDrivable,
+    Tester,
+    _input_binder,
+    _parameters,
+    _placeholder_backends,
+    _reason,
+    provider,
+    tester_name,
+)
 
 DEPRECATED_FAMILY = "deprecated"  # diffusers.pipelines.deprecated: kept importable, no longer maintained
 MODULAR = "modular"
@@ -244,8 +257,8 @@ def _takes_any(function: Any) -> bool:
 class UntestedTester(Tester):
     """An untested class driven as a tester, through the first of its siblings (best first) that fits: whose dummy
     components hold every model its `__init__` requires (of the class it names), whose dummy inputs hold every input
-    its `__call__` requires, and with which a plain call of the class returns. Where none returns, the first that fits
-    is used (its raise is the checks' finding); where none fits, NotDrivable with the first sibling's lack."""
+    its `__call__` requires, and with which a plain call of the class returns. Where none fits, NotDrivable with the
+    first sibling's lack; where none returns, NotDrivable with the first fitting one's raise."""
 
     def __init__(self, untested: Untested) -> None:
         self.untested = untested
@@ -276,7 +289,7 @@ class UntestedTester(Tester):
 
     def _choose(self, device: torch.device, dtype: torch.dtype) -> Any:
         """The first fitting sibling with which a plain call returns (see the class doc), and its pipeline."""
-        lacks, fitting = [], []
+        lacks, fitting, raised = [], [], []
         for sibling in self.untested.siblings:
             self._use(sibling)
             try:
@@ -293,15 +306,18 @@ class UntestedTester(Tester):
                 pipe = assemble(self.pipeline_class, components, device, dtype)
                 with torch.no_grad():
                     pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
-            except Exception:  # the next sibling is tried; where none returns, the first's raise is the finding
+            except Exception as exc:  # the next sibling is tried
+                raised.append((sibling, exc))
                 continue
             self._chosen = sibling
             return pipe
         if not fitting:
             raise NotDrivable(lacks[0])
-        self._chosen = fitting[0]
-        self._use(fitting[0])
-        return assemble(self.pipeline_class, self.components(), device, dtype)
+        # A raise with every fitting sibling's inputs is the inputs' as much as the class's (an inpainting class given
+        # no mask): not a verdict on the class, so counted with that raise as its reason, never passed.
+        sibling, exc = raised[0]
+        raise NotDrivable(f"with the inputs of its sibling {sibling.__qualname__} (and of every other that fits), "
+                          f"{_reason('a plain call', exc)} at {_raise_site(exc)}")  # fmt: skip
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""
@@ -354,3 +370,9 @@ def _models_taken(cls: type) -> dict[str, tuple[type, ...]]:
         if models:
             found[name] = models
     return found
+
+
+def _raise_site(exc: BaseException) -> str:
+    """Where `exc` was raised, inside its package (diffusers/pipelines/...:N)."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return short_place(Location(frame.filename, frame.lineno or 0))

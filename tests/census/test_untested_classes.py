@@ -187,6 +187,23 @@ def test_a_sibling_whose_inputs_make_the_class_raise_gives_way_to_the_next_and_a
     assert "nosync: 2 of 3 exported pipeline classes checked (1 through a sibling tester); 1 not:" in out, out
 
 
+def test_a_class_raising_with_every_siblings_inputs_is_counted_with_that_raise_not_a_raised_cell(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a class needing an input no sibling gives (an inpainting class's mask) raised in every check, a
+    `raised` cell of the census that said nothing of the class; it is not checked, with the raise as its reason."""
+    masked = untested_pipelines.MaskedLoopPipeline
+    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in (untested_pipelines.LoopPipeline, masked)]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    out = result.stdout.str()
+    line = untested_pipelines.line_of("raises without a mask", masked)
+    assert "a plain call raised ValueError: a mask is required at " in out and f"untested_pipelines.py:{line}" in out
+    assert "nosync: 1 of 2 exported pipeline classes checked (0 through a sibling tester); 1 not:" in out, out
+
+
 def test_the_plan_takes_a_class_a_modular_config_names_for_tested_and_counts_the_rest() -> None:
     class FamilyModularPipeline:  # a ModularPipeline class, as the plan sees one
         pass

@@ -70,6 +70,17 @@ class PickyLoopPipeline(LoopPipeline):
         return super().__call__(latents, num_inference_steps=num_inference_steps)
 
 
+class MaskedLoopPipeline(LoopPipeline):
+    """Needs an input its `__call__` marks optional and no sibling gives, as an inpainting class needs its mask."""
+
+    def __call__(
+        self, latents: torch.Tensor, num_inference_steps: int = 3, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:  # type: ignore[override]
+        if mask is None:
+            raise ValueError("a mask is required")  # twin: raises without a mask
+        return super().__call__(latents * mask, num_inference_steps=num_inference_steps)
+
+
 class OtherDenoiser(Denoiser):
     """A model class of its own, which the loop's tester does not build."""
 
