@@ -70,6 +70,30 @@ def check(parts: Sequence[ShardReport]) -> None:
         for tester in part.coverage.outcomes:
             if owner.setdefault(tester, part.path) != part.path:
                 raise MergeError(f"the tester class {tester} is in two shards, {owner[tester]} and {part.path}")
+    _untested_once(parts)
+
+
+def _untested_once(parts: Sequence[ShardReport]) -> None:
+    """A class no tester names is checked through a sibling in one shard only, and not where a tester names it: else
+    the shards split its family's testers, and each planned it from a part of them (as no one run would)."""
+    untested: dict[str, str] = {}
+    checked: dict[str, set[str]] = {}
+    for part in parts:
+        for report in part.reports:
+            census = ids.parse(report.test_id)
+            found = ids.parse_untested(census.tester) if census is not None else None
+            name = found.pipeline_class if found is not None else str(report.metrics.get("pipeline", ""))
+            if found is not None:
+                untested.setdefault(name, part.path)
+            if name:
+                checked.setdefault(name, set()).add(part.path)
+    for name, path in sorted(untested.items()):
+        others = sorted(checked[name] - {path})
+        if others:
+            raise MergeError(
+                f"the pipeline class {name} is checked through a sibling in {path} and again in {others[0]}: their "
+                "family's test modules were packed into different shards (shard again with this pytest-nosync)"
+            )
 
 
 def merged(parts: Sequence[ShardReport]) -> dict[str, Any]:

@@ -122,14 +122,19 @@ class Plan:
         )
 
 
-def pack(modules: Iterable[str], durations: Mapping[str, float], count: int) -> Plan:
+def pack(
+    modules: Iterable[str], durations: Mapping[str, float], count: int, kin: Mapping[str, Iterable[str]] | None = None
+) -> Plan:
     """The modules in `count` shards, longest first into the least loaded (the lowest index on a tie); a family
-    folder stays whole unless it alone is more than a shard's share of the total."""
+    folder stays whole unless it alone is more than a shard's share of the total. `kin`: a module's diffusers
+    families (those of the pipeline classes it tests); folders whose modules share one are one family here, so that
+    the classes no tester names are planned in one shard, through the same sibling as in one run."""
     seconds, estimated = module_seconds(modules, durations)
     share = sum(seconds.values()) / count
+    joined = _joined_folders(seconds, kin or {})
     by_family: dict[str, list[str]] = {}
     for module in seconds:  # sorted
-        by_family.setdefault(family(module), []).append(module)
+        by_family.setdefault(joined[family(module)], []).append(module)
     units: list[tuple[float, str, list[str]]] = []
     for name, members in sorted(by_family.items()):
         total = sum(seconds[m] for m in members)
@@ -144,6 +149,27 @@ def pack(modules: Iterable[str], durations: Mapping[str, float], count: int) -> 
         loads[lightest] += cost
         shards[lightest] += members
     return Plan(tuple(tuple(sorted(s)) for s in shards), tuple(round(load, 3) for load in loads), estimated)
+
+
+def _joined_folders(modules: Iterable[str], kin: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """Each module's folder → the first (sorted) of the folders joined to it by a shared kin, transitively."""
+    kins: dict[str, set[str]] = {}
+    for module in modules:
+        kins.setdefault(family(module), set()).update(kin.get(module, ()))
+    first: dict[str, str] = {}
+    for folder in sorted(kins):
+        if folder in first:
+            continue
+        group, todo, seen = {folder}, [folder], set(kins[folder])
+        while todo:
+            todo.pop()
+            for other in sorted(kins):
+                if other not in group and other not in first and kins[other] & seen:
+                    group.add(other)
+                    todo.append(other)
+                    seen |= kins[other]
+        first.update(dict.fromkeys(group, folder))
+    return first
 
 
 def check_durations_name(durations: Mapping[str, float], modules: Iterable[str], path: str) -> None:

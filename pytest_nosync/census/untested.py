@@ -210,6 +210,18 @@ def named_in(folders: Iterable[Path]) -> set[str]:
     return found
 
 
+def module_families(root: Path, modules: Iterable[str]) -> dict[str, set[str]]:
+    """Each test module's diffusers families: those of the pipeline classes it names (`pipeline_class = X`, read as
+    text). --nosync-shard keeps the modules sharing one in one shard: a family's untested classes are then planned in
+    one shard, through the sibling one unsharded run takes."""
+    families = _families("diffusers.pipelines")
+    found: dict[str, set[str]] = {}
+    for module in modules:
+        text = (root / module).read_text(encoding="utf-8", errors="replace")
+        found[module] = {families[name] for name in _NAMED.findall(text) if name in families}
+    return found
+
+
 def _rank(pipeline: type, tester: type) -> tuple[int, int, int, str]:
     """A sibling's rank for `pipeline` (lower first): the required components of `pipeline` its tester's pipeline does
     not take, then how few of its components, then of its call's inputs, that pipeline takes too, then its name."""

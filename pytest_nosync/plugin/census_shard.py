@@ -57,7 +57,11 @@ class CensusShards:
                 shards.check_durations_name(self.recorded, modules, path)
         except shards.ShardError as exc:
             raise pytest.UsageError(f"--nosync-durations: {exc}") from None
-        self.plan = shards.pack(modules, self.recorded, self.shard.count)
+        # diffusers' families of the classes each module tests (imports diffusers: a sharded census run only)
+        from ..census.untested import module_families
+
+        kin = module_families(self.config.rootpath, modules)
+        self.plan = shards.pack(modules, self.recorded, self.shard.count, kin)
         self.kept = set(self.plan.modules(self.shard))
         self.ignored = set(modules) - self.kept
 

@@ -237,3 +237,50 @@ def test_packing_is_longest_first_keeps_families_and_gives_the_mean_to_the_unrec
     smaller = {**durations, "a/test_1.py::A::nosync[syncs]": 1.0, "a/test_2.py::B::nosync[syncs]": 2.0}
     three = shards.pack(modules, smaller, 3)  # family a (3 s) within a share (16.25 s / 3): kept whole
     assert [s for s in three.shards if "a/test_1.py" in s] == [s for s in three.shards if "a/test_2.py" in s]
+
+
+def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
+    """Bug twin: diffusers' Bria Fibo family is tested from two folders (bria_fibo, bria_fibo_edit); packed apart, each
+    shard took the other folder's class for one no tester names and checked it through a sibling, and the merged census
+    had 20 rows an unsharded run does not (an H200, 2 shards of diffusers main)."""
+    modules = ["a/test_1.py", "b/test_2.py", "c/test_3.py", "d/test_4.py", "e/test_5.py"]
+    seconds = {"a": 5.0, "b": 10.0, "c": 5.0, "d": 10.0, "e": 5.0}
+    durations = {f"{m}::T::nosync[syncs]": seconds[m[0]] for m in modules}
+    kin = {"a/test_1.py": {"fibo"}, "c/test_3.py": {"fibo", "other"}, "e/test_5.py": {"other"}}
+    apart = shards.pack(modules, durations, 2)
+    assert apart.shards == (("a/test_1.py", "b/test_2.py", "e/test_5.py"), ("c/test_3.py", "d/test_4.py"))
+    together = shards.pack(modules, durations, 2, kin)  # a, c and e share a family, transitively
+    assert together.shards == (("a/test_1.py", "c/test_3.py", "e/test_5.py"), ("b/test_2.py", "d/test_4.py"))
+
+
+def test_a_class_checked_through_a_sibling_in_one_shard_and_checked_in_another_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from pytest_nosync import ids, run_report
+    from pytest_nosync.findings import Report
+
+    shard = {"count": 2, "plan": "p", "checkout": "c", "plugin": "0.1.0",
+             "selection": {"checks": ["syncs"], "scenarios": ["plain"]}}  # fmt: skip
+    through_sibling = ids.untested_tester("a/test_a.py::ATests", "EditPipeline")
+    parts = {  # shard → its testers and their pipeline classes
+        1: {"a/test_a.py::ATests": "APipeline", through_sibling: "EditPipeline"},
+        2: {"b/test_b.py::EditTests": "EditPipeline"},  # EditPipeline's own tester
+    }
+    paths = []
+    for index, testers in parts.items():
+        reports = [
+            Report(test_id=f"{t}::nosync[syncs]", check="syncs", passed=True, metrics={"pipeline": p})
+            for t, p in testers.items()
+        ]
+        outcomes = {t: {"syncs": {"verdict": "checked", "passed": True}} for t in testers}
+        census = {"schema": "pytest-nosync-census/2", "outcomes": outcomes}
+        extra = {"census": census, "shard": {**shard, "index": index}}
+        path = tmp_path / f"s{index}.json"
+        run_report.write(str(path), run_report.document(reports, {"diffusers": "0.42.1"}, extra))
+        paths.append(str(path))
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["census", "merge", *paths, "--out", str(tmp_path / "out.json")])
+    err = capsys.readouterr().err
+    assert exited.value.code == 4 and err.count("\n") == 1, err
+    assert "the pipeline class EditPipeline is checked through a sibling in" in err and "s2.json" in err, err
+    assert not (tmp_path / "out.json").exists()
