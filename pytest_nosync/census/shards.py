@@ -127,8 +127,9 @@ def pack(
 ) -> Plan:
     """The modules in `count` shards, longest first into the least loaded (the lowest index on a tie); a family
     folder stays whole unless it alone is more than a shard's share of the total. `kin`: a module's diffusers
-    families (those of the pipeline classes it tests); folders whose modules share one are one family here, so that
-    the classes no tester names are planned in one shard, through the same sibling as in one run."""
+    families that export a class no tester names (census.untested.module_families); folders whose modules share one
+    are one family here, never split, so that such a class is planned in one shard, through the sibling one run
+    takes (balance gives way to that)."""
     seconds, estimated = module_seconds(modules, durations)
     share = sum(seconds.values()) / count
     joined = _joined_folders(seconds, kin or {})
@@ -138,7 +139,7 @@ def pack(
     units: list[tuple[float, str, list[str]]] = []
     for name, members in sorted(by_family.items()):
         total = sum(seconds[m] for m in members)
-        if total > share and len(members) > 1:
+        if total > share and len(members) > 1 and not any(kin and kin.get(m) for m in members):
             units += [(seconds[m], m, [m]) for m in members]
         else:
             units.append((total, name, members))

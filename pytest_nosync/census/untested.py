@@ -211,15 +211,15 @@ def named_in(folders: Iterable[Path]) -> set[str]:
 
 
 def module_families(root: Path, modules: Iterable[str]) -> dict[str, set[str]]:
-    """Each test module's diffusers families: those of the pipeline classes it names (`pipeline_class = X`, read as
-    text). --nosync-shard keeps the modules sharing one in one shard: a family's untested classes are then planned in
-    one shard, through the sibling one unsharded run takes."""
+    """Each test module's diffusers families that export a class no module of these names: those of the pipeline
+    classes it names (`pipeline_class = X`, read as text). --nosync-shard keeps the modules sharing one in one shard,
+    never split: the family's untested classes are then planned in one shard, through the sibling one run takes."""
     families = _families("diffusers.pipelines")
-    found: dict[str, set[str]] = {}
-    for module in modules:
-        text = (root / module).read_text(encoding="utf-8", errors="replace")
-        found[module] = {families[name] for name in _NAMED.findall(text) if name in families}
-    return found
+    named = {module: set(_NAMED.findall((root / module).read_text(encoding="utf-8", errors="replace")))
+             for module in modules}  # fmt: skip
+    tested = set().union(*named.values())
+    open_families = {family for name, family in families.items() if name not in tested}
+    return {module: {families[n] for n in names if n in families} & open_families for module, names in named.items()}
 
 
 def _rank(pipeline: type, tester: type) -> tuple[int, int, int, str]:

@@ -251,6 +251,8 @@ def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
     assert apart.shards == (("a/test_1.py", "b/test_2.py", "e/test_5.py"), ("c/test_3.py", "d/test_4.py"))
     together = shards.pack(modules, durations, 2, kin)  # a, c and e share a family, transitively
     assert together.shards == (("a/test_1.py", "c/test_3.py", "e/test_5.py"), ("b/test_2.py", "d/test_4.py"))
+    three = shards.pack(modules, durations, 3, kin)  # 15 s, above a share (35 / 3), and still never split
+    assert ("a/test_1.py", "c/test_3.py", "e/test_5.py") in three.shards, three.shards
 
 
 def test_a_class_checked_through_a_sibling_in_one_shard_and_checked_in_another_is_refused(
