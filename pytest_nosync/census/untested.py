@@ -21,7 +21,6 @@ import importlib
 import inspect
 import re
 import textwrap
-import traceback
 import typing
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +33,7 @@ import torch
 from diffusers import DiffusionPipeline, ModelMixin
 from diffusers.modular_pipelines import ModularPipeline
 
-from .. import ids
-from ..findings import Location
+from .. import attribution, ids
 from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
@@ -385,6 +383,7 @@ def _models_taken(cls: type) -> dict[str, tuple[type, ...]]:
 
 
 def _raise_site(exc: BaseException) -> str:
-    """Where `exc` was raised, inside its package (diffusers/pipelines/...:N)."""
-    frame = traceback.extract_tb(exc.__traceback__)[-1]
-    return short_place(Location(frame.filename, frame.lineno or 0))
+    """Where `exc` was raised, blamed as an error finding is (the innermost frame outside torch and the plugin),
+    inside its package (diffusers/pipelines/...:N)."""
+    where, _ = attribution.attribute(attribution.frames_from_traceback(exc.__traceback__))
+    return short_place(where)

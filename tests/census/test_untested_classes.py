@@ -204,6 +204,23 @@ def test_a_class_raising_with_every_siblings_inputs_is_counted_with_that_raise_n
     assert "nosync: 1 of 2 exported pipeline classes checked (0 through a sibling tester); 1 not:" in out, out
 
 
+def test_a_raise_inside_torch_is_blamed_on_the_class_line_that_called_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: the reason named the innermost frame (`torch/nn/functional.py`), not the pipeline's line an error
+    finding blames."""
+    shrinking = untested_pipelines.ShrinkingLoopPipeline
+    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in (untested_pipelines.LoopPipeline, shrinking)]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    out = result.stdout.str()
+    line = untested_pipelines.line_of("raises inside torch", shrinking)
+    assert "a plain call raised RuntimeError: Input and output sizes should be greater than 0" in out, out
+    assert f"at tests/twins/untested_pipelines.py:{line}" in out and "torch/nn/functional.py" not in out, out
+
+
 def test_the_plan_takes_a_class_a_modular_config_names_for_tested_and_counts_the_rest() -> None:
     class FamilyModularPipeline:  # a ModularPipeline class, as the plan sees one
         pass

@@ -81,6 +81,14 @@ class MaskedLoopPipeline(LoopPipeline):
         return super().__call__(latents * mask, num_inference_steps=num_inference_steps)
 
 
+class ShrinkingLoopPipeline(LoopPipeline):
+    """Raises inside torch, as Helios' pyramid does with a sibling's frames too small for its stages."""
+
+    def __call__(self, latents: torch.Tensor, num_inference_steps: int = 3) -> torch.Tensor:  # type: ignore[override]
+        torch.nn.functional.interpolate(latents[None], size=(0,))  # twin: raises inside torch
+        return super().__call__(latents, num_inference_steps=num_inference_steps)
+
+
 class OtherDenoiser(Denoiser):
     """A model class of its own, which the loop's tester does not build."""
 
