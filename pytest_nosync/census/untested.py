@@ -198,23 +198,23 @@ def plan(exported: Sequence[Exported], tester_classes: Iterable[type], named_els
 _NAMED = re.compile(r"^\s*pipeline_class\s*=\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
+def named_by(path: Path) -> set[str]:
+    """The pipeline classes a test module names (`pipeline_class = X`, read as text, nothing imported)."""
+    return set(_NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
+
+
 def named_in(folders: Iterable[Path]) -> set[str]:
-    """The pipeline classes the test modules of these folders name (`pipeline_class = X`, read as text): a run of a
-    part of a family (a module, a shard) does not take a class another module tests for an untested one."""
-    found: set[str] = set()
-    for folder in folders:
-        for path in sorted(folder.glob("test_*.py")):
-            found.update(_NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
-    return found
+    """The pipeline classes the test modules of these folders name: a run of a part of a family (a module, a shard)
+    does not take a class another module tests for an untested one."""
+    return {name for folder in folders for path in sorted(folder.glob("test_*.py")) for name in named_by(path)}
 
 
 def module_families(root: Path, modules: Iterable[str]) -> dict[str, set[str]]:
     """Each test module's diffusers families that export a class no module of these names: those of the pipeline
-    classes it names (`pipeline_class = X`, read as text). --nosync-shard keeps the modules sharing one in one shard,
+    classes it names (named_by). --nosync-shard keeps the modules sharing one in one shard,
     never split: the family's untested classes are then planned in one shard, through the sibling one run takes."""
     families = _families("diffusers.pipelines")
-    named = {module: set(_NAMED.findall((root / module).read_text(encoding="utf-8", errors="replace")))
-             for module in modules}  # fmt: skip
+    named = {module: named_by(root / module) for module in modules}
     tested = set().union(*named.values())
     open_families = {family for name, family in families.items() if name not in tested}
     return {module: {families[n] for n in names if n in families} & open_families for module, names in named.items()}
@@ -234,10 +234,10 @@ def _rank(pipeline: type, tester: type) -> tuple[int, int, int, str]:
     )
 
 
-def _init_parameters(cls: type) -> dict[str, bool]:
-    """The components `cls.__init__` takes: name → required."""
+def _named_parameters(method: Any) -> dict[str, bool]:
+    """The named parameters a method takes after `self`: name → required."""
     try:
-        signature = inspect.signature(cls.__init__)
+        signature = inspect.signature(method)
     except (TypeError, ValueError):
         return {}
     return {
@@ -247,13 +247,13 @@ def _init_parameters(cls: type) -> dict[str, bool]:
     }
 
 
+def _init_parameters(cls: type) -> dict[str, bool]:
+    """The components `cls.__init__` takes: name → required."""
+    return _named_parameters(cls.__init__)
+
+
 def _required_call_parameters(cls: type) -> list[str]:
-    signature = inspect.signature(cls.__call__)
-    return [
-        name for name, param in list(signature.parameters.items())[1:]
-        if param.default is inspect.Parameter.empty
-        and param.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    ]  # fmt: skip
+    return [name for name, required in _named_parameters(cls.__call__).items() if required]
 
 
 def _takes_any(function: Any) -> bool:
