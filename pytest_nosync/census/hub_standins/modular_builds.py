@@ -52,7 +52,6 @@ def _loaded_tokenizer(save: Any, load: Any) -> Any:
 
 
 def _tiny_qwen3(hidden_size: int) -> Any:
-
     config = Qwen3Config(
         hidden_size=hidden_size,
         intermediate_size=hidden_size,
@@ -67,12 +66,10 @@ def _tiny_qwen3(hidden_size: int) -> Any:
 
 
 def _qwen2_tokenizer() -> Any:
-
     return _loaded_tokenizer(save_qwen2_tokenizer, Qwen2Tokenizer.from_pretrained)
 
 
 def _tiny_qwenimage_vae(z_dim: int) -> Any:
-
     return seeded_model(
         lambda: AutoencoderKLQwenImage(
             base_dim=z_dim * 6,
@@ -132,7 +129,6 @@ def anima() -> dict[str, Any]:
 
 
 def _llama_tokenizer() -> Any:
-
     return _loaded_tokenizer(save_llama_tokenizer, AutoTokenizer.from_pretrained)
 
 
