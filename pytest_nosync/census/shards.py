@@ -130,16 +130,17 @@ def pack(
     families that export a class no tester names (census.untested.module_families); folders whose modules share one
     are one family here, never split, so that such a class is planned in one shard, through the sibling one run
     takes (balance gives way to that)."""
+    kin = kin or {}
     seconds, estimated = module_seconds(modules, durations)
     share = sum(seconds.values()) / count
-    joined = _joined_folders(seconds, kin or {})
+    joined = _joined_folders(seconds, kin)
     by_family: dict[str, list[str]] = {}
     for module in seconds:  # sorted
         by_family.setdefault(joined[family(module)], []).append(module)
     units: list[tuple[float, str, list[str]]] = []
     for name, members in sorted(by_family.items()):
         total = sum(seconds[m] for m in members)
-        if total > share and len(members) > 1 and not any(kin and kin.get(m) for m in members):
+        if total > share and len(members) > 1 and not any(kin.get(m) for m in members):
             units += [(seconds[m], m, [m]) for m in members]
         else:
             units.append((total, name, members))
