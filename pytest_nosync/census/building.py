@@ -31,7 +31,7 @@ from ..suite.shared_traces import TraceStore
 from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
 from .changed import recorded
-from .modular import driver
+from .modular import ModularTester, is_modular_tester
 from .testers import NotDrivable, Tester
 from .untested import Untested, UntestedTester
 
@@ -103,9 +103,12 @@ def run(
     return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
 
 
-def _driver(tester_class: Any) -> Tester:
-    """A tester class's driver, or an untested class's (driven through its siblings)."""
-    return UntestedTester(tester_class) if isinstance(tester_class, Untested) else driver(tester_class)
+def _driver(tester_class: type | Untested) -> Tester:
+    """The driver of a census row: an untested class's (through its siblings), a modular config's or a tester
+    class's."""
+    if isinstance(tester_class, Untested):
+        return UntestedTester(tester_class)
+    return ModularTester(tester_class) if is_modular_tester(tester_class) else Tester(tester_class)
 
 
 def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> CallContext:

@@ -38,11 +38,6 @@ def is_modular_tester(cls: Any) -> bool:
     return inspect.isclass(blocks) and isinstance(inspect.getattr_static(cls, REPO, None), str)
 
 
-def driver(cls: type) -> Tester:
-    """The driver of a tester class of either kind."""
-    return ModularTester(cls) if is_modular_tester(cls) else Tester(cls)
-
-
 class ModularTester(Tester):
     """One modular tester config, made ready to drive: its pipeline built from its blocks and its repository's
     stand-in, its inputs for a call of N steps."""
