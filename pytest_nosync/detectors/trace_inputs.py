@@ -123,7 +123,7 @@ def module_state(module: torch.nn.Module, values: list[torch.Tensor] | None = No
             own = _describe(attributes, sink, module_ok=True)
         except Unshareable as exc:
             raise Unshareable(f"{name or type(sub).__name__}: {exc}") from None
-        state.append((name, _qualname(type(sub)), own, _describe(tensors, sink)))
+        state.append((name, qualname(type(sub)), own, _describe(tensors, sink)))
     return state
 
 
@@ -164,34 +164,35 @@ def config_of(module: torch.nn.Module) -> Any:
 
 
 def qualname(cls: type) -> str:
-    return _qualname(cls)
+    """A class's full name, as the key spells it: `module.QualName`."""
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def _describe(value: Any, values: list[torch.Tensor], depth: int = 0, module_ok: bool = False) -> Any:
     """A plain, comparable description of what dynamo may guard on in `value` (tensors' values go to `values`)."""
     if depth > _DEPTH:
-        raise Unshareable(f"a {_qualname(type(value))} nested deeper than {_DEPTH} levels")
+        raise Unshareable(f"a {qualname(type(value))} nested deeper than {_DEPTH} levels")
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return (type(value).__name__, repr(value))
     if isinstance(value, torch.Tensor):
         values.append(value)
         return (
-            _qualname(type(value)), str(value.dtype), tuple(value.shape), tuple(value.stride()), value.device.type,
+            qualname(type(value)), str(value.dtype), tuple(value.shape), tuple(value.stride()), value.device.type,
             value.requires_grad, str(value.layout), value.storage_offset(),
         )  # fmt: skip
     if isinstance(value, (torch.dtype, torch.device, torch.Size, torch.memory_format, torch.layout, enum.Enum)):
-        return (_qualname(type(value)), repr(value))
+        return (qualname(type(value)), repr(value))
     if isinstance(value, torch.nn.Module):
         if module_ok:  # a submodule held as an attribute: described where the module tree reaches it
-            return ("module", _qualname(type(value)))
-        raise Unshareable(f"a module ({_qualname(type(value))}) passed as an argument")
+            return ("module", qualname(type(value)))
+        raise Unshareable(f"a module ({qualname(type(value))}) passed as an argument")
     if isinstance(value, dict):
         items = sorted(((repr(k), v) for k, v in value.items()), key=lambda kv: kv[0])
-        return (_qualname(type(value)), [(k, _describe(v, values, depth + 1, module_ok)) for k, v in items])
+        return (qualname(type(value)), [(k, _describe(v, values, depth + 1, module_ok)) for k, v in items])
     if isinstance(value, (list, tuple)):
-        return (_qualname(type(value)), [_describe(v, values, depth + 1, module_ok) for v in value])
+        return (qualname(type(value)), [_describe(v, values, depth + 1, module_ok) for v in value])
     if isinstance(value, (set, frozenset)):
-        return (_qualname(type(value)), sorted(repr(_describe(v, values, depth + 1, module_ok)) for v in value))
+        return (qualname(type(value)), sorted(repr(_describe(v, values, depth + 1, module_ok)) for v in value))
     if inspect.isroutine(value) or inspect.isclass(value):
         module, name = getattr(value, "__module__", None) or "", getattr(value, "__qualname__", "<locals>")
         if module_ok and ("<locals>" not in name or module.split(".")[0] == _OWN_PACKAGE):
@@ -203,14 +204,14 @@ def _describe(value: Any, values: list[torch.Tensor], depth: int = 0, module_ok:
         parts = (value.func, value.args, value.keywords)
         return ("partial", _describe(parts, values, depth + 1, module_ok))
     if isinstance(value, weakref.ref):
-        return ("weakref", _qualname(type(value())))
+        return ("weakref", qualname(type(value())))
     if hasattr(value, "__dict__") and not isinstance(value, type):
         own = {k: v for k, v in vars(value).items() if not k.startswith("__")}
-        return (_qualname(type(value)), _describe(own, values, depth + 1, module_ok))
+        return (qualname(type(value)), _describe(own, values, depth + 1, module_ok))
     if hasattr(value, "__slots__"):
         slots = {name: getattr(value, name, None) for name in value.__slots__}
-        return (_qualname(type(value)), _describe(slots, values, depth + 1, module_ok))
-    raise Unshareable(f"a {_qualname(type(value))} (its state has no digest)")
+        return (qualname(type(value)), _describe(slots, values, depth + 1, module_ok))
+    raise Unshareable(f"a {qualname(type(value))} (its state has no digest)")
 
 
 def _global_modes() -> tuple:
@@ -246,11 +247,7 @@ def _plain(value: Any) -> str:
     if isinstance(value, dict):
         items = sorted(value.items(), key=lambda kv: repr(kv[0]))
         return "{" + ", ".join(f"{k!r}: {_plain(v)}" for k, v in items) + "}"
-    return _qualname(type(value)) if not callable(value) else getattr(value, "__qualname__", _qualname(type(value)))
-
-
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
+    return qualname(type(value)) if not callable(value) else getattr(value, "__qualname__", qualname(type(value)))
 
 
 def _source_file(cls: type) -> str | None:
