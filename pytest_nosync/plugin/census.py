@@ -167,6 +167,9 @@ class Census:
         if exported is None:
             return
         folders = {node.path.parent for node in self._testers.values()}
+        # and the folders of the other shards' modules: a class one of them tests is not this shard's untested one
+        shards = self.session.shards
+        folders |= {(config.rootpath / module).parent for module in (shards.ignored if shards is not None else ())}
         planned = untested.plan(exported, self._testers, self._named | untested.named_in(folders))
         for entry in planned.untested:
             parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)

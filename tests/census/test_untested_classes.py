@@ -129,6 +129,25 @@ def test_a_class_another_module_of_the_family_names_is_not_taken_for_an_untested
     assert [line for line in result.outlines if "SyncingLoopPipeline::nosync[syncs]" in line]
 
 
+def test_a_class_the_other_shard_tests_is_not_taken_for_an_untested_one(pytester: pytest.Pytester) -> None:
+    """Two folders of one family, each testing its class, packed into two shards: neither shard checks the other's
+    class through a sibling (diffusers' Bria Fibo and Bria Fibo Edit folders, measured on the GPU)."""
+    clean = TESTER.replace("= LoopPipeline", "= CleanLoopPipeline").replace("TestLoop", "TestClean")
+    clean = "from tests.twins.untested_pipelines import CleanLoopPipeline\n" + clean
+    pytester.makepyfile(**{"a/test_loop": TESTER, "b/test_clean": clean})
+    collected = []
+    for shard in ("1/2", "2/2"):
+        result = pytester.runpytest(
+            "a", "b", "--nosync", f"--nosync-shard={shard}", "--collect-only", "-q", "-p", "no:cacheprovider"
+        )
+        collected.append([line for line in result.outlines if "::nosync[syncs]" in line])
+    assert sorted(len({line.split("/")[0] for line in lines}) for lines in collected) == [1, 1]  # one folder a shard
+    everything = [line for lines in collected for line in lines]
+    assert not [line for line in everything if "::CleanLoopPipeline::" in line or "::LoopPipeline::" in line]
+    assert [line for line in everything if "TestClean::nosync[syncs]" in line]
+    assert [line for line in everything if "TestLoop::nosync[syncs]" in line]
+
+
 def test_a_node_id_given_keeps_only_the_untested_checks_below_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_loop=TESTER)
     result = pytester.runpytest(
