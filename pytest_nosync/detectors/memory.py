@@ -55,6 +55,10 @@ class _Allocation:
 class AllocationTracker(TorchDispatchMode):
     """Notes every storage an op allocates, with its Python stack, and when it is freed."""
 
+    # A higher-order op (FlexAttention's flex_attention) comes here whole and runs as itself, its output noted:
+    # without this torch raises for every one the mode has no rule for.
+    supports_higher_order_operators = True
+
     def __init__(self, current_step: Any) -> None:
         super().__init__()
         self._current_step = current_step

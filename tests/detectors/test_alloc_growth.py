@@ -127,6 +127,19 @@ def test_with_sites_the_growing_line_is_named(backend: str, device) -> None:
     assert (finding.kind, f"{os.path.realpath(finding.filename)}:{finding.lineno}") == ("alloc_growth", _leak_line())
 
 
+def test_a_higher_order_op_runs_under_the_sites_tracker() -> None:
+    """torch.cond (a higher-order op) under the tracker that notes allocation sites: taken whole and its output noted;
+    before, torch raised that the mode had no rule for it (FlexAttention's op likewise, on the H200)."""
+    from pytest_nosync.detectors.memory import AllocationTracker
+
+    tracker = AllocationTracker(lambda: 0)
+    x = torch.ones(256)
+    with tracker:
+        y = torch.cond(x.sum() > 0, lambda a: a * 2, lambda a: a - 1, (x,))
+    assert torch.equal(y, x * 2)
+    assert sum(a.nbytes for a in tracker.allocations) >= y.nbytes
+
+
 @pytest.mark.parametrize("sites", [False, True])
 def test_the_clean_twin_passes(backend: str, device, sites: bool) -> None:
     with nosync_guard(checks=("alloc_growth",), backend=backend, alloc_sites=sites) as g:
