@@ -88,6 +88,22 @@ def install_leak(module: torch.nn.Module) -> list[torch.Tensor]:
     return kept
 
 
+def install_leak_and_flex_attention(module: torch.nn.Module) -> list[torch.Tensor]:
+    """The leak, in a denoiser that also runs FlexAttention: it compiles itself, which no dispatch mode may watch."""
+    from torch.nn.attention.flex_attention import flex_attention
+
+    kept: list[torch.Tensor] = []
+
+    def after(out: Any) -> Any:
+        kept.append(out[0].detach() * 1)
+        q = torch.ones(1, 1, 16, 8)
+        flex_attention(q, q, q)
+        return out
+
+    _wrap(module, after)
+    return kept
+
+
 def install_walk(module: torch.nn.Module) -> None:
     def after(out: Any) -> Any:
         sum(1 for _ in module.named_modules())  # twin: host_overhead
