@@ -181,6 +181,11 @@ def short_tester(tester: str) -> str:
     return tester.rsplit("/", 1)[-1]
 
 
+def tester_class(tester: str) -> str:
+    """A tester id's class name (`WanFastTests` of `tests/pipelines/wan/test_wan.py::WanFastTests`)."""
+    return tester.rsplit(PART, 1)[-1]
+
+
 # ---- an untested class's tester ----------------------------------------------------------------------------------
 class UntestedId(NamedTuple):
     """An exported pipeline class no tester names, and the sibling tester whose module and row it is checked under."""
