@@ -21,18 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests package
 
+from tests.unit.test_hidden_imports import imports_below_module_level
 from tests.unit.test_layering import ALL, _cycles, imports
-
-
-def imports_below_module_level(tree: ast.Module) -> int:
-    """The import statements of `tree` inside a function or class body."""
-
-    def count(node: ast.AST, inside: bool) -> int:
-        here = isinstance(node, (ast.Import, ast.ImportFrom)) and inside
-        nested = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef))
-        return here + sum(count(child, nested) for child in ast.iter_child_nodes(node))
-
-    return count(tree, False)
 
 
 def graph(room: bool) -> dict[str, set[str]]:

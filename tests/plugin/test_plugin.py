@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from pytest_nosync import devices
-from tests.plugin.repository import run_here
+from tests.plugin.repository import ROOT, run_here
 
 FAILING_REPORT = """
 from pytest_nosync.findings import Finding, Report
@@ -358,6 +360,22 @@ def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -
     checking = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--nosync", "--nosync-backend=emulate")
     checking.assert_outcomes(failed=1)  # the assertion can fail: a checking run imports torch
     checking.stdout.fnmatch_lines(["*AssertionError: imported*"])
+
+
+@pytest.mark.parametrize(
+    ("module", "imports_torch"),
+    [
+        ("pytest_nosync.plugin.start", False),  # what a checking run imports before its options are checked
+        ("pytest_nosync.devices", True),  # the twin: the probe sees a module that imports torch
+    ],
+)
+def test_a_checking_runs_usage_error_comes_before_torchs_import(module: str, imports_torch: bool) -> None:
+    # A usage error (one sentence, exit 4) is answered before torch's seconds of imports: plugin.start and all its
+    # module-level imports do without torch; what needs it is imported once the options passed.
+    probe = f"import sys, {module}; print('torch' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(imports_torch)
 
 
 # Without --nosync the plugin loads what registers its options and markers and validates the markers, nothing else.

@@ -2,8 +2,8 @@
 
 Optional, and one interface: the session registers a GraphHelperRun when the run may use helpers (`wanted`); the
 suite asks it `outcome(item)` for a graph check and `counted(...)` for a step-metrics count made ahead. Everything
-else stays inside this package: the processes and their wire (pool), the helper's own loop (helper), the counting
-calls made while waiting (count_ahead).
+else stays inside this package: the processes and their wire (pool), the helper's own loop (helper) and
+its job's check (helper_job), the counting calls made while waiting (count_ahead).
 
 Why it exists beside pytest-xdist: tracing a denoiser with dynamo is host work of seconds per target and most of the
 suite's time, while the other checks keep one core busy and the GPU nearly idle. On one GPU an xdist worker per
@@ -23,12 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ... import devices
 from ...findings import Mode, Report
 from ...guard_options import GuardOptions
 from ...suite import TARGETS_MODULE
 from ...suite.targets.base import Target
-from ...suite.targets.registry import TARGETS
 from .. import xdist
 from .count_ahead import CountAhead, own_fixtures_only
 from .pool import GraphHelpers, GraphJob, Outcome, auto_count
@@ -48,6 +46,8 @@ def builtin_target(item: pytest.Item, test: str = "test_graph_breaks") -> Target
     what it can look up by name)."""
     if not _suite_test(item, test):
         return None
+    from ...suite.targets.registry import TARGETS  # a usage error stays quick: torch once the options passed
+
     target = getattr(getattr(item, "callspec", None), "params", {}).get("nosync_target")
     return target if isinstance(target, Target) and TARGETS.get(target.name) is target else None
 
@@ -152,6 +152,8 @@ class GraphHelperRun:
                 eligible.append((item.nodeid, target.name, options))
         if not eligible:
             return []
+        from ... import devices  # a usage error stays quick: torch once the options passed
+
         ctx = session.suite.call_context
         device = str(devices.for_checks(ctx.device, ("graph_breaks",)))
         dtype = str(ctx.dtype).removeprefix("torch.")
