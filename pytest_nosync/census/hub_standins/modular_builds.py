@@ -51,17 +51,22 @@ def _loaded_tokenizer(save: Any, load: Any) -> Any:
         return load(directory)
 
 
+def _tiny_decoder(width: int) -> dict[str, Any]:
+    """The tiny decoder-only language model of the Qwen3 and Mistral text encoders: width `width`, 2 layers of 2
+    heads (2 key-value heads), 512 positions."""
+    return {
+        "hidden_size": width,
+        "intermediate_size": width,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "head_dim": width // 2,
+        "max_position_embeddings": 512,
+    }
+
+
 def _tiny_qwen3(hidden_size: int) -> Any:
-    config = Qwen3Config(
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=hidden_size // 2,
-        vocab_size=QWEN3_VOCAB_SIZE,
-        max_position_embeddings=512,
-    )
+    config = Qwen3Config(**_tiny_decoder(hidden_size), vocab_size=QWEN3_VOCAB_SIZE)
     return seeded_model(lambda: Qwen3Model(config))
 
 
@@ -137,16 +142,7 @@ def ernie_image() -> dict[str, Any]:
     an ErnieImage transformer (diffusers' own model test's config, 16 channels) over a Flux2 VAE (4 latent channels,
     one block: 2x with the 2x2 patches). No prompt enhancer (`pe`): the tester does not enable it."""
     width, channels = 16, 16
-    text = MistralConfig(
-        vocab_size=1000,
-        hidden_size=width,
-        intermediate_size=width,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=width // 2,
-        max_position_embeddings=512,
-    )
+    text = MistralConfig(vocab_size=1000, **_tiny_decoder(width))
     vision = PixtralVisionConfig(
         hidden_size=width, intermediate_size=width, num_hidden_layers=1, num_attention_heads=2, image_size=32
     )
