@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from .findings import DENOISER_REGION
-from .patching import Patches
+from .patching import Patches, WrappedBar
 
 
 class Guard(Protocol):
@@ -173,21 +173,21 @@ def loop_blocks(pipeline: Any) -> list[Any]:
     return found
 
 
-class _LoopBar:
+class _LoopBar(WrappedBar):
     """The pipeline's progress bar, telling the guard where its denoising loop begins and ends."""
 
     def __init__(self, bar: Any, guard: Guard) -> None:
-        self._bar = bar
+        super().__init__(bar)
         self._guard = guard
 
     def __enter__(self) -> _LoopBar:
-        self._bar.__enter__()
+        super().__enter__()
         self._guard.loop_begins()
         return self
 
     def __exit__(self, *exc: Any) -> Any:
         try:
-            return self._bar.__exit__(*exc)
+            return super().__exit__(*exc)
         finally:
             if exc[0] is None:  # a raise leaves its step open: the guard records it there (Guard.absorb)
                 self._guard.loop_ends()
@@ -201,6 +201,3 @@ class _LoopBar:
                 self._guard.close_step()
         finally:
             self._guard.loop_ends()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._bar, name)

@@ -1,4 +1,5 @@
-"""Reversible attribute patches: every global the plugin touches is put back, also when code raises."""
+"""Reversible attribute patches: every global the plugin touches is put back, also when code raises; and the bar a
+patched `progress_bar` returns in place of the pipeline's own (WrappedBar)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,21 @@ class Patches:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+class WrappedBar:
+    """A pipeline's progress bar, wrapped: entering and leaving it, and whatever a subclass does not define, are the
+    bar's own (a subclass adds what it watches: the guard's loop, the count of updates)."""
+
+    def __init__(self, bar: Any) -> None:
+        self._bar = bar
+
+    def __enter__(self) -> Any:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._bar.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._bar, name)

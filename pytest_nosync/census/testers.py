@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from .. import devices, ids
-from ..patching import Patches
+from ..patching import Patches, WrappedBar
 from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable
 from ..suite.targets.base import CallContext, Target
@@ -514,17 +514,10 @@ class _ProgressUpdates:
         self._patches.undo()
 
 
-class _CountingBar:
+class _CountingBar(WrappedBar):
     def __init__(self, bar: Any, updates: _ProgressUpdates) -> None:
-        self._bar = bar
+        super().__init__(bar)
         self._updates = updates
-
-    def __enter__(self) -> _CountingBar:
-        self._bar.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> Any:
-        return self._bar.__exit__(*exc)
 
     def __iter__(self) -> Iterator[Any]:
         for item in self._bar:
@@ -534,9 +527,6 @@ class _CountingBar:
     def update(self, n: int = 1) -> Any:
         self._updates.count += n
         return self._bar.update(n)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._bar, name)
 
 
 def _denoiser(calls: dict[str, int], in_steps: dict[str, set[int]], steps: int) -> str | None:
