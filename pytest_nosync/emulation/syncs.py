@@ -16,7 +16,6 @@ from typing import Any
 import torch
 
 from ..findings import Kind
-from ..hints import DEVICE_INDEX_HINT
 from .identity import DEVICE_TYPE
 
 DTOH = Kind.DTOH_SYNC
@@ -99,8 +98,9 @@ def _to_copy(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
 def _index(func: Any, args: tuple, kwargs: dict) -> EmulatedSync | None:
     indices = _arg(args, kwargs, 1, "indices", ()) or ()
     if not _on_device(args[0]):
-        # A host tensor indexed with device indices: they are copied back first (CUDA allows it).
-        return EmulatedSync(DTOH, _name(func), "device_index", DEVICE_INDEX_HINT)
+        # A host tensor indexed with device indices: they are copied back first (CUDA allows it). Its remedy is
+        # hints.py's (the detector asks hints.hint_for).
+        return EmulatedSync(DTOH, _name(func), "device_index")
     for index in indices:
         if index is not None and index.dtype in (torch.bool, torch.uint8):
             return EmulatedSync(DTOH, _name(func), "mask_index")
