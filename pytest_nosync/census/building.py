@@ -32,6 +32,7 @@ from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
 from .changed import recorded
 from .modular import ModularTester, is_modular_tester
+from .modular_untested import ModularUntested, UntestedModularTester
 from .testers import NotDrivable, Tester
 from .untested import Untested, UntestedTester
 
@@ -104,8 +105,10 @@ def run(
 
 
 def _driver(tester_class: type | Untested) -> Tester:
-    """The driver of a census row: an untested class's (through its siblings), a modular config's or a tester
-    class's."""
+    """The driver of a census row: an untested modular class's or an untested class's (through their siblings), a
+    modular config's or a tester class's."""
+    if isinstance(tester_class, ModularUntested):
+        return UntestedModularTester(tester_class)
     if isinstance(tester_class, Untested):
         return UntestedTester(tester_class)
     return ModularTester(tester_class) if is_modular_tester(tester_class) else Tester(tester_class)

@@ -105,14 +105,20 @@ class ModularTester(Tester):
                 pipe.load_components(dtype=dtype)
         finally:
             patches.undo()
-        for component in pipe.components.values():
-            if isinstance(component, torch.nn.Module):
-                _cast_like_from_pretrained(component, dtype)
-        placed(pipe, device)
-        for block in loop_blocks(pipe):  # nested in the blocks, where the pipeline's own setting does not reach
-            block.set_progress_bar_config(disable=True)
-        return pipe
+        return ready(pipe, device, dtype)
 
     def call_parameters(self, pipe: Any) -> frozenset[str]:
         """The inputs its blocks take (a modular pipeline's call takes them as keywords)."""
         return frozenset(param.name for param in pipe._blocks.inputs if param.name)
+
+
+def ready(pipe: Any, device: torch.device, dtype: torch.dtype) -> Any:
+    """A modular pipeline with its components in `dtype` (as a load in it casts them) on `device`, its loop blocks'
+    progress bars off."""
+    for component in pipe.components.values():
+        if isinstance(component, torch.nn.Module):
+            _cast_like_from_pretrained(component, dtype)
+    placed(pipe, device)
+    for block in loop_blocks(pipe):  # nested in the blocks, where the pipeline's own setting does not reach
+        block.set_progress_bar_config(disable=True)
+    return pipe

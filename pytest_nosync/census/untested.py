@@ -51,6 +51,7 @@ from .testers import (
 DEPRECATED_FAMILY = "deprecated"  # diffusers.pipelines.deprecated: kept importable, no longer maintained
 MODULAR = "modular"
 PIPELINE_TESTS = ("tests", "pipelines")  # where a diffusers checkout's tester modules are
+MODULAR_TESTS = ("tests", "modular_pipelines")  # and its modular tester configs
 NO_SIBLING = "no tester of its family in this run to build it from"
 MODULAR_UNTESTED = (
     "a ModularPipeline class no modular tester config of this run names: its blocks are a config's to give"
@@ -71,11 +72,13 @@ class Exported:
 
 def census_exports(pipeline_classes: Iterable[type], modules: Iterable[Path]) -> list[Exported] | None:
     """The exported pipeline classes a census of these testers' pipelines accounts for: the installed diffusers' where
-    one of them is a diffusers class tested in a diffusers checkout's `tests/pipelines`, else None (testers of
-    pipelines of their own, or of a tree that is not diffusers' tests: no export to account for)."""
+    one of them is a diffusers class tested in a diffusers checkout's `tests/pipelines` or `tests/modular_pipelines`,
+    else None (testers of pipelines of their own, or of a tree that is not diffusers' tests: no export to account
+    for)."""
     if not any(getattr(cls, "__module__", "").startswith("diffusers.") for cls in pipeline_classes):
         return None
-    if not any(PIPELINE_TESTS in tuple(zip(path.parts, path.parts[1:], strict=False)) for path in modules):
+    folders = (PIPELINE_TESTS, MODULAR_TESTS)
+    if not any(set(folders) & set(zip(path.parts, path.parts[1:], strict=False)) for path in modules):
         return None
     return exported_pipelines()
 

@@ -96,6 +96,7 @@ class Census:
         self._built: dict[type, Built] = {}
         self._claimed: dict[Any, set[Any]] = {}  # module collector → providers whose checks it already has
         self._testers: dict[type, pytest.Class] = {}  # each classic tester class given checks → its node
+        self._modular: dict[type, pytest.Class] = {}  # each modular tester config's class given checks → its node
         self._named: set[str] = set()  # the pipeline classes the tester classes given checks name, modular ones too
         self.hub: Installation | None = None
         self.selection: Selection | None = None  # what --nosync-changed selected
@@ -127,6 +128,8 @@ class Census:
                 self._add_checks(node, obj)
                 if testers.is_pipeline_tester(obj):
                     self._testers.setdefault(obj, node)
+                else:
+                    self._modular.setdefault(obj, node)
                 named = getattr(inspect.getattr_static(obj, "pipeline_class", None), "__name__", "")
                 self._named.update([named] if named else [])
         return result
@@ -156,23 +159,27 @@ class Census:
     # before -k, -m and --deselect choose among the items (and --nosync-changed, trylast, among the classes)
     @pytest.hookimpl(specname="pytest_collection_modifyitems", tryfirst=True)
     def pytest_census_untested(self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-        """The checks of the exported pipeline classes no collected tester names, each under the sibling tester it is
-        checked through (census.untested.plan), and every exported class's reason where the run has no check of it."""
-        if not self._testers:
+        """The checks of the exported pipeline classes no collected tester or modular config names, each under the
+        sibling it is checked through (census.untested.plan, census.modular_untested.plan), and every exported class's
+        reason where the run has no check of it."""
+        testers = {**self._testers, **self._modular}
+        if not testers:
             return
-        from ..census import untested  # a census of diffusers' testers only: it imports every pipeline class
+        # a census of diffusers' testers only: it imports every pipeline class
+        from ..census import modular_untested, untested
 
-        pipelines = [inspect.getattr_static(cls, "pipeline_class") for cls in self._testers]
-        exported = untested.census_exports(pipelines, [node.path for node in self._testers.values()])
+        pipelines = [inspect.getattr_static(cls, "pipeline_class", None) for cls in testers]
+        exported = untested.census_exports(filter(inspect.isclass, pipelines), [n.path for n in testers.values()])
         if exported is None:
             return
-        folders = {node.path.parent for node in self._testers.values()}
+        folders = {node.path.parent for node in testers.values()}
         # and the folders of the other shards' modules: a class one of them tests is not this shard's untested one
         shards = self.session.shards
         folders |= {(config.rootpath / module).parent for module in (shards.ignored if shards is not None else ())}
-        planned = untested.plan(exported, self._testers, self._named | untested.named_in(folders))
+        named = self._named | untested.named_in(folders)
+        planned = modular_untested.plan(untested.plan(exported, self._testers, named), self._modular, named)
         for entry in planned.untested:
-            parent = UntestedClass.from_parent(self._testers[entry.siblings[0]], name=entry.name)
+            parent = UntestedClass.from_parent(testers[entry.siblings[0]], name=entry.name)
             for item in self._checks(parent, entry):
                 item.extra_keyword_matches.add(ids.UNTESTED)  # `-k untested` selects them
                 if _asked_for(item, config):

@@ -41,7 +41,10 @@ AREAS = (
     ("guard", ("guard", "annotate")),
     ("suite", ("suite",)),
     # the census's driving part: diffusers' tester classes built and called through the suite's pipeline path
-    ("census driving", ("census.testers", "census.modular", "census.untested", "census.building")),
+    (
+        "census driving",
+        ("census.testers", "census.modular", "census.untested", "census.modular_untested", "census.building"),
+    ),
     ("plugin", ("plugin",)),
     ("suite tests", ()),  # pytest_nosync/suite/test_*.py: collected by pytest, they use the plugin's fixtures
     ("entry points", ("__init__", "__main__", "cli", "cli_profile")),

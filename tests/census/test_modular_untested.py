@@ -1,0 +1,122 @@
+"""ModularPipeline classes no modular config names (census.modular_untested), on a family written here (tests/twins/
+modular_untested_pipelines.py) beside the loop's modular config: each built with its own default blocks from the
+config's stand-in and inputs, a sync in its loop found at its line, its clean twin passing, and one of a family no
+config has counted with its reason, never passed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_nosync import ids
+from pytest_nosync.census import modular_untested, untested
+from pytest_nosync.census.hub_standins import modular_repos
+from tests.census.test_modular_testers import CONFIGS, REPO
+from tests.twins import modular_loop
+from tests.twins import modular_untested_pipelines as twins
+
+SIBLING = "test_modular_pipeline_loop.py::TestLoopModularPipelineFast"
+NAMED_CONFIGS = CONFIGS.format(read=False, repo=REPO).replace(
+    "pipeline_class = ModularPipeline",
+    "pipeline_class = __import__('tests.twins.modular_untested_pipelines').twins.modular_untested_pipelines"
+    ".LoopModularPipeline",
+)
+
+
+@pytest.fixture(autouse=True)
+def _family(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twins' repository has a stand-in, and the twins' family is what the installed diffusers exports."""
+    monkeypatch.setitem(modular_repos.MODULAR_STANDINS, REPO, modular_loop.tiny_components)
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: twins.exported())
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _dynamo_loaded() -> None:
+    """Traced once here first (see tests/census/test_tester_classes.py)."""
+    import torch
+
+    torch._dynamo.explain(lambda x: x + 1)(torch.ones(2))
+    torch._dynamo.reset()
+
+
+def test_each_unnamed_modular_class_gets_the_checks_under_its_sibling_config(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS)
+    result = pytester.runpytest("--nosync", "--collect-only", "-q", "-p", "no:cacheprovider")
+    checks = [line for line in result.outlines if "nosync[syncs]" in line]
+    assert checks == [f"{SIBLING}::nosync[syncs]"] + [
+        f"{ids.untested_tester(SIBLING, name)}::nosync[syncs]"
+        for name in ("SyncingLoopModularPipeline", "ScaledLoopModularPipeline")  # not the lone one
+    ]
+
+
+def test_an_unnamed_modular_class_is_built_from_its_blocks_a_sync_at_its_line_the_lone_one_counted(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    line = twins.line_of("syncs per step", twins.SyncingLoopDenoiser)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*modular_untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert f"FAILED {SIBLING}::SyncingLoopModularPipeline::nosync[syncs]" in out, out
+    assert "nosync: 3 of 4 exported pipeline classes checked (2 through a sibling tester); 1 not:" in out, out
+    assert (
+        "  1 class(es): no modular tester config of its family (lone) in this run to take components and inputs "
+        "from (e.g. LoneModularPipeline)" in out
+    ), out
+    doc = json.loads((pytester.path / "report.json").read_text())
+    outcomes = doc["census"]["outcomes"]
+    assert outcomes[f"{SIBLING}::ScaledLoopModularPipeline"]["syncs"]["passed"] is True
+    targets = {t["target"]: t for t in doc["tests"]}
+    scaled = targets["test_modular_pipeline_loop::LoopModularTesterConfig::ScaledLoopModularPipeline"]
+    assert scaled["metrics"]["pipeline"] == "ScaledLoopModularPipeline" and scaled["steps"] == 2  # its loop's
+
+
+def test_a_class_whose_call_raises_with_every_siblings_inputs_is_counted_with_that_raise(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its default blocks' loop raises with the config's inputs: not a `raised` cell, its reason (with the place)."""
+    monkeypatch.setattr(twins.ScaledLoopModularPipeline, "default_blocks_name", "FailingBlocks")
+    monkeypatch.setattr(twins, "FailingBlocks", _failing_blocks(), raising=False)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS)
+    args = ("-m", "gpu", "--nosync", "-k", "ScaledLoopModularPipeline and syncs", "-p", "no:cacheprovider", "-rs")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(skipped=1)
+    out = result.stdout.str()
+    line = modular_loop.line_of("raises in the modular loop")
+    assert (
+        "with the components of its sibling TestLoopModularPipelineFast's stand-in and its inputs, a plain call "
+        f"raised ValueError: the modular loop fails at tests/twins/modular_loop.py:{line}" in out
+    ), out
+
+
+def _failing_blocks() -> type:
+    class FailingDenoiser(modular_loop.LoopDenoiser):
+        @property
+        def inputs(self):  # type: ignore[no-untyped-def]
+            names = {"latents": None, "read_early": False, "fail": True}  # the loop's own, failing by default
+            return [modular_loop.InputParam(name, default=default) for name, default in names.items()]
+
+    class FailingLoop(modular_loop.DenoiseLoop):
+        block_classes = [FailingDenoiser, modular_loop.LoopAfterDenoiser]
+
+    class FailingBlocks(modular_loop.LoopBlocks):
+        block_classes = [modular_loop.SetTimesteps, FailingLoop]
+
+    return FailingBlocks
+
+
+def test_the_plan_counts_a_class_with_no_blocks_and_one_of_a_family_with_no_config() -> None:
+    class NoBlocksModularPipeline(twins.ModularPipeline):
+        default_blocks_name = "NoSuchBlocks"
+
+    exported = [*twins.exported(), untested.Exported("NoBlocksModularPipeline", "loop", NoBlocksModularPipeline,
+                                                     modular=True)]  # fmt: skip
+    classic = untested.plan(exported, [], named_elsewhere={"LoopModularPipeline"})
+    planned = modular_untested.plan(classic, [], {"LoopModularPipeline"})
+    assert planned.untested == []
+    assert planned.reasons["NoBlocksModularPipeline"].startswith("its default_blocks_name (NoSuchBlocks) names no")
+    assert planned.reasons["LoneModularPipeline"].startswith("no modular tester config of its family (lone)")
+    assert "LoopModularPipeline" not in planned.reasons

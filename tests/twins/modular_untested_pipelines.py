@@ -1,0 +1,83 @@
+"""ModularPipeline classes of tests/twins/modular_loop.py's family that no modular config names, as diffusers exports
+some (Wan 2.2, Helios pyramid distilled): each names its default blocks, and the census builds it with them from the
+loop config's stand-in (census.modular_untested), or counts it with its reason."""
+
+from __future__ import annotations
+
+import inspect
+
+from diffusers.modular_pipelines import ModularPipeline
+
+from pytest_nosync.census.untested import Exported
+from tests.twins import modular_loop as base
+
+
+class LoopModularPipeline(ModularPipeline):
+    """The loop config's own class (the one its `pipeline_class` names)."""
+
+    default_blocks_name = "LoopBlocks"
+
+
+class SyncingLoopDenoiser(base.LoopDenoiser):
+    def __call__(self, components, block_state, i, t):  # type: ignore[no-untyped-def]
+        float(block_state.latents.sum())  # twin: syncs per step
+        return super().__call__(components, block_state, i, t)
+
+
+class SyncingLoop(base.DenoiseLoop):
+    block_classes = [SyncingLoopDenoiser, base.LoopAfterDenoiser]
+    block_names = ["denoiser", "after_denoiser"]
+
+
+class SyncingLoopBlocks(base.LoopBlocks):
+    block_classes = [base.SetTimesteps, SyncingLoop]
+
+
+class ScaledAfterDenoiser(base.LoopAfterDenoiser):
+    def __call__(self, components, block_state, i, t):  # type: ignore[no-untyped-def]
+        block_state.noise = 0.5 * block_state.noise  # on the device: no sync
+        return super().__call__(components, block_state, i, t)
+
+
+class ScaledLoop(base.DenoiseLoop):
+    block_classes = [base.LoopDenoiser, ScaledAfterDenoiser]
+    block_names = ["denoiser", "after_denoiser"]
+
+
+class ScaledLoopBlocks(base.LoopBlocks):
+    block_classes = [base.SetTimesteps, ScaledLoop]
+
+
+class SyncingLoopModularPipeline(ModularPipeline):
+    """Its default blocks read the latents on the host in every step of their loop."""
+
+    default_blocks_name = "SyncingLoopBlocks"
+
+
+class ScaledLoopModularPipeline(ModularPipeline):
+    """Its default blocks scale the denoiser's output on the device: a clean loop."""
+
+    default_blocks_name = "ScaledLoopBlocks"
+
+
+class LoneModularPipeline(ModularPipeline):
+    """Of a family no modular config has (as Ideogram 4's)."""
+
+    default_blocks_name = "LoopBlocks"
+
+
+FAMILY = "loop"
+LoopBlocks = base.LoopBlocks  # where default_blocks_name finds it: the class's module
+
+
+def exported() -> list[Exported]:
+    """The family as diffusers would list its modular exports (census.untested.exported_pipelines)."""
+    family = (LoopModularPipeline, SyncingLoopModularPipeline, ScaledLoopModularPipeline)
+    return [Exported(cls.__name__, FAMILY, cls, modular=True) for cls in family] + [
+        Exported(LoneModularPipeline.__name__, "lone", LoneModularPipeline, modular=True)
+    ]
+
+
+def line_of(marker: str, cls: type) -> int:
+    lines, start = inspect.getsourcelines(cls)
+    return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
