@@ -166,15 +166,51 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
         ("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe", "distilled_sigmas"),
         ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
         ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
-        ("hf-internal-testing/tiny-flux2-modular", "PixtralProcessor, which transformers will not build without"),
-        ("hf-internal-testing/tiny-qwenimage-edit-modular", "Qwen2VLProcessor, .* needs torchvision"),
-        ("hf-internal-testing/tiny-qwenimage-edit-plus-modular", "Qwen2VLProcessor, .* needs torchvision"),
         ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
     ],
 )
 def test_a_repository_no_stand_in_fits_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
     with pytest.raises(modular_repos.NoStandIn, match=reason):
         modular_repos.components_for(repo)()
+
+
+TORCHVISION_STANDINS = [
+    ("hf-internal-testing/tiny-flux2-modular", "flux2.test_pipeline_flux2", "Flux2PipelineTesterConfig", "Pixtral"),
+    ("hf-internal-testing/tiny-qwenimage-edit-modular", "qwenimage.test_qwenimage_edit",
+     "QwenImageEditPipelineTesterConfig", "Qwen2VL"),
+    ("hf-internal-testing/tiny-qwenimage-edit-plus-modular", "qwenimage.test_qwenimage_edit_plus",
+     "QwenImageEditPlusPipelineTesterConfig", "Qwen2VL"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("repo", "module", "tester", "processor"), TORCHVISION_STANDINS)
+def test_a_repository_whose_processor_needs_torchvision_is_not_stood_in_without_it_with_that_reason(
+    monkeypatch: pytest.MonkeyPatch, repo: str, module: str, tester: str, processor: str
+) -> None:
+    monkeypatch.setattr(modular_repos, "torchvision_importable", lambda: False)
+    reason = f"its stand-in's {processor}Processor .* only with torchvision, which is not installed here"
+    with pytest.raises(modular_repos.NoStandIn, match=reason):
+        modular_repos.components_for(repo)
+
+
+@pytest.mark.parametrize(("repo", "module", "tester", "processor"), TORCHVISION_STANDINS)
+def test_a_repository_whose_processor_needs_torchvision_is_its_classic_testers_components_with_it(
+    monkeypatch: pytest.MonkeyPatch, repo: str, module: str, tester: str, processor: str
+) -> None:
+    """Where torchvision is importable, the stand-in is the family's classic tester's components (their processor
+    from its hub stand-in). This machine has no torchvision: the plan is asserted here; the real build and check run
+    on the GPU machine, which has it (docs/census.md, "Modular Diffusers")."""
+    monkeypatch.setattr(modular_repos, "torchvision_importable", lambda: True)
+    built = []
+    monkeypatch.setattr(modular_repos, "_classic_components", lambda *source: built.append(source) or {"x": 1})
+    assert modular_repos.components_for(repo)() == {"x": 1}
+    assert built == [(f"tests.pipelines.{module}", tester)]
+
+
+def test_torchvision_is_looked_for_as_this_environment_has_it() -> None:
+    import importlib.util
+
+    assert modular_repos.torchvision_importable() is (importlib.util.find_spec("torchvision") is not None)
 
 
 @pytest.mark.parametrize(

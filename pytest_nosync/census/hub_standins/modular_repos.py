@@ -6,14 +6,17 @@ the components themselves, a function returning them by name, which the census g
 (`update_components`). A family's tiny modular repository holds the same tiny models as its classic tester's dummy
 components, so a stand-in is that tester's `get_dummy_components()` (FROM_CLASSIC_TESTERS: repository id -> (its test
 module, its tester class)); where those components need an adaptation, a named function does it (MODULAR_STANDINS),
-as do the families no classic tester has, their components built in code (modular_builds), and where no stand-in can
-fit the blocks, MISFITS says why. A repository with no stand-in is not checked, with that
-reason, never passed. What each stands in with, measured: docs/census.md, "Modular Diffusers".
+as do the families no classic tester has, their components built in code (modular_builds); a repository whose
+classic tester's components hold a processor transformers builds only with torchvision is stood in for where
+torchvision is importable (WITH_TORCHVISION), and where no stand-in can fit the blocks, MISFITS says why. A
+repository with no stand-in is not checked, with that reason, never passed. What each stands in with, measured:
+docs/census.md, "Modular Diffusers".
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -66,12 +69,22 @@ def components_for(repo: str) -> Components:
     """The function building the components of `repo`'s stand-in; NoStandIn where it has none."""
     if repo in MISFITS:
         raise NoStandIn(MISFITS[repo])
+    if repo in WITH_TORCHVISION:
+        module, name, processor = WITH_TORCHVISION[repo]
+        if not torchvision_importable():
+            raise NoStandIn(WITHOUT_TORCHVISION.format(processor=processor))
+        return lambda: _classic_components(module, name)
     if repo in MODULAR_STANDINS:
         return MODULAR_STANDINS[repo]
     if repo in FROM_CLASSIC_TESTERS:
         module, name = FROM_CLASSIC_TESTERS[repo]
         return lambda: _classic_components(module, name)
     raise NoStandIn(f"the hub repository {repo} has no stand-in (census.hub_standins.modular_repos)")
+
+
+def torchvision_importable() -> bool:
+    """Whether torchvision can be imported here (found, not imported: collection stays cheap)."""
+    return importlib.util.find_spec("torchvision") is not None
 
 
 def _classic_components(module: str, name: str) -> dict[str, Any]:
@@ -117,7 +130,7 @@ _KREA2 = (
 )
 _QWEN_VL_PROCESSOR = (
     "the blocks' {processor}, which their text encoder step calls on every prompt, needs torchvision to be built "
-    "(transformers requires it for its {video}); the stand-ins are kept to what runs without it"
+    "(transformers requires it for its {video}), and no classic tester's components fit the blocks to stand in"
 )
 # repository id -> why no stand-in fits its blocks, here (no stand-in, with that reason)
 MISFITS: dict[str, str] = {
@@ -135,17 +148,32 @@ MISFITS: dict[str, str] = {
     ),
     "hf-internal-testing/tiny-krea2-modular-pipe": _KREA2,
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _KREA2,
-    "hf-internal-testing/tiny-flux2-modular": (
-        "the Flux2 blocks' tokenizer is a PixtralProcessor, which transformers will not build without torchvision "
-        "(though its PIL image processor needs none); the stand-ins are kept to what runs without it"
-    ),
-    "hf-internal-testing/tiny-qwenimage-edit-modular": _QWEN_VL_PROCESSOR.format(
-        processor="Qwen2VLProcessor", video="Qwen2VLVideoProcessor"
-    ),
-    "hf-internal-testing/tiny-qwenimage-edit-plus-modular": _QWEN_VL_PROCESSOR.format(
-        processor="Qwen2VLProcessor", video="Qwen2VLVideoProcessor"
-    ),
     "hf-internal-testing/tiny-minimax-h3-modular-pipe": _QWEN_VL_PROCESSOR.format(
         processor="Qwen3VLProcessor", video="Qwen3VLVideoProcessor"
     ),
 }
+
+# repository id -> (the classic tester's module, its class, the processor among its components that transformers
+# builds only with torchvision): stood in as that tester's components where torchvision is importable (the processor
+# from its hub stand-in, census.hub_standins.vision_language_repos), else not, with WITHOUT_TORCHVISION's reason
+WITH_TORCHVISION = {
+    "hf-internal-testing/tiny-flux2-modular": (
+        "tests.pipelines.flux2.test_pipeline_flux2",
+        "Flux2PipelineTesterConfig",
+        "PixtralProcessor (its tokenizer)",
+    ),
+    "hf-internal-testing/tiny-qwenimage-edit-modular": (
+        "tests.pipelines.qwenimage.test_qwenimage_edit",
+        "QwenImageEditPipelineTesterConfig",
+        "Qwen2VLProcessor (for its Qwen2VLVideoProcessor)",
+    ),
+    "hf-internal-testing/tiny-qwenimage-edit-plus-modular": (
+        "tests.pipelines.qwenimage.test_qwenimage_edit_plus",
+        "QwenImageEditPlusPipelineTesterConfig",
+        "Qwen2VLProcessor (for its Qwen2VLVideoProcessor)",
+    ),
+}
+WITHOUT_TORCHVISION = (
+    "its stand-in's {processor}, which the blocks call on every prompt, is built by transformers only with "
+    "torchvision, which is not installed here"
+)
