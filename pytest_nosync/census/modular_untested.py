@@ -186,8 +186,9 @@ class UntestedModularTester(ModularTester):
         # a raise with a sibling's components and inputs is theirs as much as the class's: its reason, never a pass
         sibling, exc, lacking = raised[0]
         without = f" (without {', '.join(lacking)})" if lacking else ""
-        others = " (and every other sibling's)" if len(self.untested.siblings) > 1 else ""
+        others = " (and every other sibling's)" if len(raised) > 1 else ""
+        unbuilt = f"; {len(lacks)} other sibling(s) not built here: {lacks[0]}" if lacks else ""
         raise NotDrivable(
             f"with the components of its sibling {sibling.__qualname__}'s stand-in{without} and its inputs{others}, "
-            f"{_reason('a plain call', exc)} at {_raise_site(exc)}"
+            f"{_reason('a plain call', exc)} at {_raise_site(exc)}{unbuilt}"
         )

@@ -77,10 +77,11 @@ def test_an_unnamed_modular_class_is_built_from_its_blocks_a_sync_at_its_line_th
 def test_a_class_whose_call_raises_with_every_siblings_inputs_is_counted_with_that_raise(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its default blocks' loop raises with the config's inputs: not a `raised` cell, its reason (with the place)."""
+    """Its default blocks' loop raises with the config's inputs: not a `raised` cell, its reason (with the place, and
+    the sibling whose repository has no stand-in)."""
     monkeypatch.setattr(twins.ScaledLoopModularPipeline, "default_blocks_name", "FailingBlocks")
     monkeypatch.setattr(twins, "FailingBlocks", _failing_blocks(), raising=False)
-    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS + NO_STANDIN_CONFIG)
     args = ("-m", "gpu", "--nosync", "-k", "ScaledLoopModularPipeline and syncs", "-p", "no:cacheprovider", "-rs")
     result = pytester.runpytest(*args)
     result.assert_outcomes(skipped=1)
@@ -88,8 +89,17 @@ def test_a_class_whose_call_raises_with_every_siblings_inputs_is_counted_with_th
     line = modular_loop.line_of("raises in the modular loop")
     assert (
         "with the components of its sibling TestLoopModularPipelineFast's stand-in and its inputs, a plain call "
-        f"raised ValueError: the modular loop fails at tests/twins/modular_loop.py:{line}" in out
+        f"raised ValueError: the modular loop fails at tests/twins/modular_loop.py:{line}; 1 other sibling(s) not "
+        "built here: the hub repository nosync-twins/no-such-modular-repo has no stand-in" in out
     ), out
+
+
+NO_STANDIN_CONFIG = """
+
+class TestNoStandInModularPipelineFast(LoopModularTesterConfig):  # a sibling ranked after: its repository has none
+    pipeline_blocks_class = LoopBlocks  # a config of its own (the class defining its blocks is the config)
+    pretrained_model_name_or_path = "nosync-twins/no-such-modular-repo"
+"""
 
 
 def _failing_blocks() -> type:
