@@ -10,8 +10,8 @@ tester that cannot be driven here is skipped with its reason and counted; the su
 cannot be reached, the repositories the testers load are stood in for by repositories built in code
 (census.hub_standins), and the run says so. After collection, each pipeline class diffusers exports that no collected
 tester names gets the same items under the sibling tester it is checked through (census.untested; a ModularPipeline
-class, under a modular config of its family: census.modular_untested), `<module>::<Sibling>::<PipelineClass>::nosync[
-<check>]`, and the summary counts the exported classes checked.
+class, under a modular config of its family: census.modular_untested),
+`<module>::<Sibling>::<PipelineClass>::nosync[<check>]`, and the summary counts the exported classes checked.
 """
 
 from __future__ import annotations
