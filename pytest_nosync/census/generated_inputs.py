@@ -1,0 +1,163 @@
+"""Inputs an untested class's `__call__` takes and its sibling tester does not give, made from what the sibling
+gives, by the parameter's name and annotation, never per pipeline class (census.untested tries them only where the
+sibling's inputs alone make the plain call raise: a variant that treats an optional input as required).
+
+`generated(pipeline_class, given, pipe)` makes, for each such parameter it knows by name whose annotation allows what
+it would give: an image (`image`, `control_image`, `conditioning_image`: the sibling's image, else a seeded one of
+its height and width), a mask of that image's kind (`mask_image`, `control_mask`: of the sibling's height and width,
+else its image's size; its right half masked), a video and its mask (`video`, `control_video`, `mask_video`: a
+tensor of its frames, height and width; a class taking an image or a video to start from gets one of them), a
+reference waveform (`audio`: a tensor of its duration at the VAE's sampling rate and channels) and a span of it to
+inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle half). All seeded: the same inputs every call and run.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import PIL.Image
+import torch
+
+SEED = 0
+DEFAULT_SIZE = 32  # pixels, where the sibling gives no image, height or width
+IMAGES = ("image", "control_image", "conditioning_image")
+MASKS = ("mask_image", "control_mask")
+VIDEOS = ("video", "control_video")
+VIDEO_MASKS = ("mask_video",)
+AUDIO = ("audio",)
+SPANS = {"mask_start_seconds": 0.25, "mask_end_seconds": 0.75}  # a share of the sibling's duration
+
+
+def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict[str, Any]:
+    """The inputs of `pipeline_class.__call__` that `given` (the sibling's inputs it takes) lacks and that can be
+    made from them (see the module doc), by name; `pipe` (the class built) gives an audio VAE's rate and channels."""
+    try:
+        parameters = inspect.signature(pipeline_class.__call__).parameters
+    except (TypeError, ValueError):
+        return {}
+    made: dict[str, Any] = {}
+    for name, parameter in parameters.items():
+        if name in given or parameter.default is inspect.Parameter.empty or name in _alternatives(given, parameters):
+            continue
+        annotation = str(parameter.annotation)
+        value = _MAKERS.get(name, _nothing)(annotation, given, pipe)
+        if value is not None:
+            made[name] = value
+    return made
+
+
+def _alternatives(given: Mapping[str, Any], parameters: Mapping[str, inspect.Parameter]) -> set[str]:
+    """The names left out as the alternative of another (a class taking an image or a video to start from gets
+    one): the image where the sibling gives a frame count or a video, the video where it does not."""
+    if not {"image", "video"} <= set(parameters):
+        return set()
+    return {"image"} if "num_frames" in given or "video" in given else {"video"}
+
+
+def _nothing(annotation: str, given: Mapping[str, Any], pipe: Any) -> None:
+    return None
+
+
+def _reference(given: Mapping[str, Any]) -> Any:
+    """The sibling's image (the first of a list), or None."""
+    image = given.get("image")
+    return image[0] if isinstance(image, list) and image else image
+
+
+def _size(given: Mapping[str, Any]) -> tuple[int, int]:
+    """(height, width): the sibling's height and width (the size the pipeline resizes its images to, and a tensor
+    mask is taken as it is), else its image's."""
+    if given.get("height") and given.get("width"):
+        return int(given["height"]), int(given["width"])
+    image = _reference(given)
+    if isinstance(image, PIL.Image.Image):
+        return image.height, image.width
+    if isinstance(image, torch.Tensor) and image.ndim >= 2:
+        return int(image.shape[-2]), int(image.shape[-1])
+    return DEFAULT_SIZE, DEFAULT_SIZE
+
+
+def _takes(annotation: str, *kinds: str) -> bool:
+    """Whether an annotation names one of these kinds (an unannotated parameter takes any)."""
+    return annotation == str(inspect.Parameter.empty) or any(kind in annotation for kind in kinds)
+
+
+def _image(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
+    """The sibling's image where it gives one, else a seeded PIL image of its size."""
+    if not _takes(annotation, "Image", "Tensor"):
+        return None
+    image = _reference(given)
+    if image is not None:
+        return image
+    height, width = _size(given)
+    pixels = torch.randint(0, 256, (height, width, 3), generator=torch.Generator().manual_seed(SEED))
+    return PIL.Image.fromarray(pixels.to(torch.uint8).numpy())
+
+
+def _mask(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
+    """A mask of the sibling image's size, its right half masked: a tensor (batch, 1, H, W) in [0, 1] where that
+    image is a tensor, else a PIL image."""
+    height, width = _size(given)
+    image = _reference(given)
+    if isinstance(image, torch.Tensor) and _takes(annotation, "Tensor"):
+        mask = torch.zeros(image.shape[0] if image.ndim == 4 else 1, 1, height, width)
+        mask[..., width // 2 :] = 1.0
+        return mask
+    if not _takes(annotation, "Image"):
+        return None
+    pixels = np.zeros((height, width), dtype=np.uint8)
+    pixels[:, width // 2 :] = 255
+    return PIL.Image.fromarray(pixels, mode="L")
+
+
+def _video_shape(given: Mapping[str, Any], channels: int) -> tuple[int, ...]:
+    height, width = _size(given)
+    return (1, channels, int(given.get("num_frames") or 1), height, width)
+
+
+def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
+    """A seeded video tensor (1, 3, frames, H, W) in [0, 1], of the sibling's frames and size."""
+    if not _takes(annotation, "Tensor"):
+        return None
+    return torch.rand(_video_shape(given, 3), generator=torch.Generator().manual_seed(SEED))
+
+
+def _video_mask(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
+    """A video mask (1, 1, frames, H, W), its right half masked."""
+    if not _takes(annotation, "Tensor"):
+        return None
+    mask = torch.zeros(_video_shape(given, 1))
+    mask[..., mask.shape[-1] // 2 :] = 1.0
+    return mask
+
+
+def _audio(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
+    """A seeded waveform (1, channels, samples) of the sibling's duration at the pipeline VAE's sampling rate, where
+    the annotation takes a tensor and that VAE names its rate and channels."""
+    config = getattr(getattr(pipe, "vae", None), "config", None)
+    rate, channels = getattr(config, "sampling_rate", None), getattr(config, "audio_channels", None)
+    if not _takes(annotation, "Tensor") or not rate or not channels:
+        return None
+    samples = max(1, int(float(given.get("duration") or 1.0) * rate))
+    return 0.1 * torch.randn(1, channels, samples, generator=torch.Generator().manual_seed(SEED))
+
+
+def _span(share: float) -> Callable[[str, Mapping[str, Any], Any], float | None]:
+    def make(annotation: str, given: Mapping[str, Any], pipe: Any) -> float | None:
+        duration = given.get("duration")
+        return round(share * float(duration), 3) if duration and _takes(annotation, "float") else None
+
+    return make
+
+
+_MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
+    **dict.fromkeys(IMAGES, _image),
+    **dict.fromkeys(MASKS, _mask),
+    **dict.fromkeys(VIDEOS, _video),
+    **dict.fromkeys(VIDEO_MASKS, _video_mask),
+    **dict.fromkeys(AUDIO, _audio),
+    **{name: _span(share) for name, share in SPANS.items()},
+}

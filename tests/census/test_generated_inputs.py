@@ -1,0 +1,89 @@
+"""census.generated_inputs: the inputs an untested class takes and its sibling does not give, made from the sibling's
+by name and annotation, seeded; nothing for a name or an annotation it does not know."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import PIL.Image
+import torch
+
+from pytest_nosync.census.generated_inputs import generated
+
+
+class Inpaint:
+    def __call__(
+        self,
+        prompt: str,
+        image: PIL.Image.Image | torch.Tensor | None = None,
+        mask_image: PIL.Image.Image | torch.Tensor | None = None,
+        control_image: PIL.Image.Image | None = None,
+        mask: torch.Tensor | None = None,  # no name it knows: left to its default
+        masked_image_latents: torch.Tensor | None = None,
+    ) -> None: ...
+
+
+class AudioToAudio:
+    def __call__(
+        self,
+        prompt: str,
+        duration: float = 1.0,
+        audio: torch.Tensor | None = None,
+        mask_start_seconds: float | None = None,
+        mask_end_seconds: float | None = None,
+    ) -> None: ...
+
+
+class Video:
+    def __call__(self, prompt: str, video: torch.FloatTensor = None, mask_video: torch.FloatTensor = None) -> None: ...
+
+
+class Untyped:
+    def __call__(self, prompt: str, mask_image: list[int] | None = None, audio: str | None = None) -> None: ...
+
+
+def test_a_pil_siblings_image_gives_a_pil_mask_of_its_size_and_itself_as_the_control_image() -> None:
+    image = PIL.Image.new("RGB", (24, 16))
+    made = generated(Inpaint, {"prompt": "p", "image": image}, pipe=None)
+    assert sorted(made) == ["control_image", "mask_image"]
+    assert made["control_image"] is image
+    assert made["mask_image"].size == (24, 16) and made["mask_image"].mode == "L"
+    assert made["mask_image"].getpixel((0, 0)) == 0 and made["mask_image"].getpixel((23, 0)) == 255
+
+
+def test_a_tensor_siblings_image_gives_a_tensor_mask_and_without_an_image_its_height_and_width_are_used() -> None:
+    made = generated(Inpaint, {"prompt": "p", "image": torch.rand(2, 3, 8, 12)}, pipe=None)
+    assert made["mask_image"].shape == (2, 1, 8, 12) and set(made["mask_image"].unique().tolist()) == {0.0, 1.0}
+    made = generated(Inpaint, {"prompt": "p", "height": 16, "width": 20}, pipe=None)
+    assert made["image"].size == (20, 16) and made["mask_image"].size == (20, 16)
+    again = generated(Inpaint, {"prompt": "p", "height": 16, "width": 20}, pipe=None)
+    assert made["image"].tobytes() == again["image"].tobytes()  # seeded
+
+
+def test_audio_takes_the_vaes_rate_and_channels_and_the_siblings_duration() -> None:
+    pipe: Any = SimpleNamespace(vae=SimpleNamespace(config=SimpleNamespace(sampling_rate=16, audio_channels=2)))
+    made = generated(AudioToAudio, {"prompt": "p", "duration": 2.0}, pipe)
+    assert made["audio"].shape == (1, 2, 32)
+    assert torch.equal(made["audio"], generated(AudioToAudio, {"prompt": "p", "duration": 2.0}, pipe)["audio"])
+    assert (made["mask_start_seconds"], made["mask_end_seconds"]) == (0.5, 1.5)
+    assert "audio" not in generated(AudioToAudio, {"prompt": "p", "duration": 2.0}, pipe=None)  # no rate: none
+
+
+def test_a_video_of_the_siblings_frames_and_size() -> None:
+    made = generated(Video, {"prompt": "p", "num_frames": 5, "height": 16, "width": 8}, pipe=None)
+    assert made["video"].shape == (1, 3, 5, 16, 8) and made["mask_video"].shape == (1, 1, 5, 16, 8)
+
+
+def test_an_annotation_that_takes_no_such_value_gets_none() -> None:
+    assert generated(Untyped, {"prompt": "p"}, pipe=None) == {}
+
+
+class ImageOrVideo:
+    def __call__(self, prompt: str, image: PIL.Image.Image | None = None, video: torch.Tensor | None = None) -> None:
+        pass
+
+
+def test_a_class_starting_from_an_image_or_a_video_gets_one_of_them() -> None:
+    assert sorted(generated(ImageOrVideo, {"prompt": "p", "num_frames": 3}, pipe=None)) == ["video"]
+    assert sorted(generated(ImageOrVideo, {"prompt": "p"}, pipe=None)) == ["image"]
