@@ -164,13 +164,17 @@ def _pipeline_of(reports: Iterable[Report]) -> str:
 
 
 def _note(outcomes: Iterable[CheckOutcome], reports: Iterable[Report]) -> str:
-    """Why the class's checks did not all reach a verdict: the first raise, else the distinct reasons."""
+    """The inputs generated for a class checked through a sibling (census.generated_inputs), then why the class's
+    checks did not all reach a verdict: the first raise, else the distinct reasons."""
+    reports = list(reports)
+    made = next((r.metrics["generated_inputs"] for r in reports if r.metrics.get("generated_inputs")), [])
+    generated = [f"checked with generated input(s) {', '.join(made)}"] if made else []
     for report in reports:
         for f in report.findings:
             if f.kind == Kind.ERROR:
-                return f"raises: {str(f.detail).split(' (diffusers')[0][:120]}"
+                return "; ".join([*generated, f"raises: {str(f.detail).split(' (diffusers')[0][:120]}"])
     reasons = dict.fromkeys(o.reason for o in outcomes if o.verdict in (Verdict.NOT_CHECKED, Verdict.SKIPPED))
-    return "; ".join(f"not checked: {r}"[:240] for r in reasons)
+    return "; ".join([*generated, *(f"not checked: {r}"[:240] for r in reasons)])
 
 
 # Our own reasons, as a cell says them: (pattern, short form with the pattern's groups)

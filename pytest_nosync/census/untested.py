@@ -7,10 +7,12 @@ package of `diffusers.pipelines` (or `diffusers.modular_pipelines`) that exports
 `plan` pairs each class no tester names with the testers of its family (its siblings), best first by the components
 their pipelines' `__init__` share with the class's; an `UntestedTester` then drives it as a tester: the class built
 from its sibling's dummy components (those its own `__init__` takes), called with its sibling's dummy inputs (those
-its own `__call__` takes). A class that cannot be built so is counted with its reason: deprecated (under
-`pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls), a placeholder, a component or a required
-`__call__` input no sibling gives, no sibling in the run, a plain call that raises with every fitting sibling's
-inputs (often an input its `__call__` marks optional but needs: an inpainting class's mask).
+its own `__call__` takes), and, where those alone make its plain call raise, the inputs it takes that the sibling
+does not give, generated from the sibling's (census.generated_inputs: an inpainting class's mask). A class that
+cannot be built so is counted with its reason: deprecated (under `pipelines/deprecated/`, or a `deprecate()` its
+`__init__` always calls), a placeholder, a component or a required `__call__` input no sibling gives, no sibling in
+the run, a plain call that raises with every fitting sibling's inputs, and with those generated from them (often an
+input its `__call__` marks optional but needs that cannot be generated).
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ from .. import attribution, ids
 from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
+from .generated_inputs import generated
 from .testers import (
     NotDrivable,
     Tester,
     _input_binder,
+    _on_device,
     _parameters,
     _placeholder_backends,
     _reason,
@@ -270,8 +274,9 @@ def _takes_any(function: Any) -> bool:
 class UntestedTester(Tester):
     """An untested class driven as a tester, through the first of its siblings (best first) that fits: whose dummy
     components hold every model its `__init__` requires (of the class it names), whose dummy inputs hold every input
-    its `__call__` requires, and with which a plain call of the class returns. Where none fits, NotDrivable with the
-    first sibling's lack; where none returns, NotDrivable with the first fitting one's raise."""
+    its `__call__` requires, and with which a plain call of the class returns (with the sibling's inputs, else with
+    those and the inputs generated from them: `generated`, their names). Where none fits, NotDrivable with the first
+    sibling's lack; where none returns, NotDrivable with the first fitting one's raise."""
 
     def __init__(self, untested: Untested) -> None:
         self.untested = untested
@@ -282,6 +287,7 @@ class UntestedTester(Tester):
         self.calibration = None
         self._use(first)
         self._chosen: type | None = None
+        self.generated: tuple[str, ...] = ()  # the inputs generated for each call (census.generated_inputs)
 
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
@@ -297,8 +303,12 @@ class UntestedTester(Tester):
         return assemble(self.pipeline_class, self.components(), device, dtype)
 
     def call_kwargs(self, pipe: Any, ctx: Any) -> dict[str, Any]:
-        """The sibling's inputs the class's own `__call__` takes."""
-        return self._given(super().call_kwargs(pipe, ctx))
+        """The sibling's inputs the class's own `__call__` takes, and those generated from them (`generated`)."""
+        inputs = self._given(super().call_kwargs(pipe, ctx))
+        if self.generated:
+            made = generated(self.pipeline_class, inputs, pipe)
+            inputs.update({name: _on_device(made[name], ctx) for name in self.generated})
+        return inputs
 
     def _choose(self, device: torch.device, dtype: torch.dtype) -> Any:
         """The first fitting sibling with which a plain call returns (see the class doc), and its pipeline."""
@@ -315,22 +325,39 @@ class UntestedTester(Tester):
                 lacks.append(f"{lack}, which no sibling tester of {self.untested.family} gives")
                 continue
             fitting.append(sibling)
-            try:  # the class built and called with this sibling's components and inputs: a raise tries the next
-                pipe = assemble(self.pipeline_class, components, device, dtype)
-                with torch.no_grad():
-                    pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
-            except Exception as exc:  # the next sibling is tried
-                raised.append((sibling, exc))
+            self.generated = ()
+            pipe, exc = self._plain_call(components, device, dtype)
+            if exc is not None and pipe is not None:  # the inputs the class takes that the sibling does not give
+                given = self.call_kwargs(pipe, CallContext(device, dtype))
+                self.generated = tuple(generated(self.pipeline_class, given, pipe))
+                if self.generated:  # a fresh pipeline: the raise may have left state behind
+                    pipe, exc = self._plain_call(self.components(), device, dtype)
+            if exc is not None:  # the next sibling is tried
+                raised.append((sibling, exc, self.generated))
                 continue
             self._chosen = sibling
             return pipe
+        self.generated = ()
         if not fitting:
             raise NotDrivable(lacks[0])
         # A raise with every fitting sibling's inputs is the inputs' as much as the class's (an inpainting class given
         # no mask): not a verdict on the class, so counted with that raise as its reason, never passed.
-        sibling, exc = raised[0]
-        raise NotDrivable(f"with the inputs of its sibling {sibling.__qualname__} (and of every other that fits), "
-                          f"{_reason('a plain call', exc)} at {_raise_site(exc)}")  # fmt: skip
+        sibling, exc, made = raised[0]
+        also = f" and the input(s) {', '.join(made)} generated from them" if made else ""
+        raise NotDrivable(f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that "
+                          f"fits), {_reason('a plain call', exc)} at {_raise_site(exc)}")  # fmt: skip
+
+    def _plain_call(self, components: dict[str, Any], device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
+        """The class built from `components` and called once with the current inputs: (pipeline or None, its raise
+        or None)."""
+        pipe = None
+        try:
+            pipe = assemble(self.pipeline_class, components, device, dtype)
+            with torch.no_grad():
+                pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
+        except Exception as exc:  # the caller tries generated inputs, then the next sibling
+            return pipe, exc
+        return pipe, None
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""

@@ -220,6 +220,7 @@ def test_a_class_raising_with_every_siblings_inputs_is_counted_with_that_raise_n
     out = result.stdout.str()
     line = untested_pipelines.line_of("raises without a mask", masked)
     assert "a plain call raised ValueError: a mask is required at " in out and f"untested_pipelines.py:{line}" in out
+    assert "generated" not in out  # its `mask` is no input the census knows how to make: its reason stays
     assert "nosync: 1 of 2 exported pipeline classes checked (0 through a sibling tester); 1 not:" in out, out
 
 
@@ -280,3 +281,38 @@ def test_exports_are_accounted_for_in_a_census_of_diffusers_tests_pipelines_only
     assert CENSUS_EXPORTS([FluxPipeline], [tmp_path / "test_flux.py"]) is None
     checkout = tmp_path / "tests/pipelines/x/test_x.py"
     assert CENSUS_EXPORTS([untested_pipelines.LoopPipeline], [checkout]) is None
+
+
+def test_an_optional_input_a_class_needs_is_generated_from_the_siblings_its_loop_checked_and_the_note_says_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a class whose `__call__` marks `mask_image` optional but raises without it was counted with that
+    raise, never checked; a mask generated from the sibling's inputs (census.generated_inputs) now drives it, its
+    per-step sync caught at its line, its clean twin passing, and the row's note names the generated input."""
+    from pytest_nosync.census import table
+    from pytest_nosync.census.outcomes import Coverage
+    from pytest_nosync.findings import Report
+
+    inpaint, clean = untested_pipelines.InpaintLoopPipeline, untested_pipelines.CleanInpaintLoopPipeline
+    family = (untested_pipelines.LoopPipeline, inpaint, clean)
+    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=1)
+    line = untested_pipelines.line_of("syncs per step, given a generated mask", inpaint)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    out = result.stdout.str()
+    assert f"FAILED {SIBLING}::InpaintLoopPipeline::nosync[syncs]" in out
+    assert "nosync: 3 of 3 exported pipeline classes checked (2 through a sibling tester)" in out, out
+    doc = json.loads((pytester.path / "report.json").read_text())
+    generated = {t["target"]: t["metrics"].get("generated_inputs") for t in doc["tests"]}
+    assert generated["test_loop::LoopTesterConfig::InpaintLoopPipeline"] == ["mask_image"]
+    assert generated["test_loop::LoopTesterConfig::CleanInpaintLoopPipeline"] == ["mask_image"]
+    assert generated["test_loop::LoopTesterConfig"] is None  # the tester's own class: its own inputs
+    rows = table.rows([Report.from_dict(t) for t in doc["tests"]], Coverage.from_dict(doc["census"]))
+    notes = {row.pipeline: row.note for row in rows}
+    said = "checked with generated input(s) mask_image"
+    assert notes["InpaintLoopPipeline"] == notes["CleanInpaintLoopPipeline"] == said
+    assert notes["LoopPipeline"] == ""
