@@ -106,11 +106,12 @@ class Coverage:
     """The outcomes of a run (or of a census run in parts), the test modules that could not be imported (their
     error's last line → the modules) and the pipeline classes diffusers exports (`exports`: each class → why the run
     has no check of it, "" where it has one: through its tester, or a sibling's; empty where the run checked no
-    diffusers)."""
+    diffusers) and those of them diffusers deprecates (`deprecated`: tried as the others, said apart)."""
 
     outcomes: Outcomes = field(default_factory=dict)
     import_failures: dict[str, list[str]] = field(default_factory=dict)
     exports: dict[str, str] = field(default_factory=dict)
+    deprecated: set[str] = field(default_factory=set)
 
     def add(self, tester: str, column: str, outcome: CheckOutcome) -> None:
         self.outcomes.setdefault(tester, {})[column] = outcome
@@ -187,9 +188,11 @@ class Coverage:
         checked, others = self.exported()
         siblings = {o.pipeline for tester, checks in self.outcomes.items() if ids.parse_untested(tester) is not None
                     for o in checks.values() if o.verdict == Verdict.CHECKED}  # fmt: skip
+        deprecated = len(self.deprecated & set(checked))
         line = (
             f"nosync: {len(checked)} of {len(self.exports)} exported pipeline classes checked "
-            f"({len(siblings & set(checked))} through a sibling tester)"
+            f"({len(siblings & set(checked))} through a sibling tester"
+            + (f", {deprecated} deprecated)" if deprecated else ")")
         )
         rest = sum(len(names) for names in others.values())
         lines = [line + (f"; {rest} not:" if rest else "")]
@@ -223,6 +226,7 @@ class Coverage:
             "import_failures": self.import_failures,
             "outcomes": {t: {c: o.to_dict() for c, o in checks.items()} for t, checks in self.outcomes.items()},
             **({"exports": self.exports} if self.exports else {}),
+            **({"deprecated": sorted(self.deprecated)} if self.deprecated else {}),
         }
 
     @classmethod
@@ -238,7 +242,7 @@ class Coverage:
             for tester, checks in raw.get("outcomes", {}).items()
         }
         failures = {k: list(v) for k, v in raw.get("import_failures", {}).items()}
-        return cls(outcomes, failures, dict(raw.get("exports", {})))
+        return cls(outcomes, failures, dict(raw.get("exports", {})), set(raw.get("deprecated", [])))
 
 
 def merge(parts: Iterable[Coverage]) -> Coverage:
@@ -249,12 +253,14 @@ def merge(parts: Iterable[Coverage]) -> Coverage:
             merged.outcomes.setdefault(tester, {}).update(checks)
         for error, modules in part.import_failures.items():
             merged.import_failures.setdefault(error, []).extend(modules)
-        add_exports(merged, part.exports)
+        add_exports(merged, part.exports, part.deprecated)
     return merged
 
 
-def add_exports(coverage: Coverage, exports: Mapping[str, str]) -> None:
-    """Exported classes and why a run has no check of them: a class one part checks has a check ("")."""
+def add_exports(coverage: Coverage, exports: Mapping[str, str], deprecated: Iterable[str] = ()) -> None:
+    """Exported classes and why a run has no check of them: a class one part checks has a check (""); `deprecated`:
+    those diffusers deprecates."""
+    coverage.deprecated.update(deprecated)
     for name, why in exports.items():
         if name not in coverage.exports or not why:
             coverage.exports[name] = why

@@ -88,7 +88,10 @@ def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:
         checks, outcomes = by_class.get(tester, {}), coverage.outcomes.get(tester, {})
         cells = {column: _cell(column, outcomes.get(column), checks.get(column)) for column in wanted}
         pipeline = next((o.pipeline for o in outcomes.values() if o.pipeline), "") or _pipeline_of(checks.values())
-        out.append(Row(pipeline or "—", tester, cells, _note(outcomes.values(), checks.values())))
+        note = _note(outcomes.values(), checks.values())
+        if pipeline in coverage.deprecated:  # tried as any class; the reader weighs its findings knowing it
+            note = "; ".join(filter(None, ("deprecated", note)))
+        out.append(Row(pipeline or "—", tester, cells, note))
     return sorted(out, key=lambda r: (r.pipeline == "—", r.pipeline, r.short_tester))
 
 

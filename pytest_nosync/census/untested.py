@@ -5,14 +5,18 @@ with the reason they cannot be.
 placeholders it exports for those whose backend is missing, and ModularPipeline classes), each with its family: the
 package of `diffusers.pipelines` (or `diffusers.modular_pipelines`) that exports it. Given the run's tester classes,
 `plan` pairs each class no tester names with the testers of its family (its siblings), best first by the components
-their pipelines' `__init__` share with the class's; an `UntestedTester` then drives it as a tester: the class built
-from its sibling's dummy components (those its own `__init__` takes), called with its sibling's dummy inputs (those
-its own `__call__` takes), and, where those alone make its plain call raise, the inputs it takes that the sibling
-does not give, generated from the sibling's (census.generated_inputs: an inpainting class's mask). A class that
-cannot be built so is counted with its reason: deprecated (under `pipelines/deprecated/`, or a `deprecate()` its
-`__init__` always calls), a placeholder, a component or a required `__call__` input no sibling gives, no sibling in
-the run, a plain call that raises with every fitting sibling's inputs, and with those generated from them (often an
-input its `__call__` marks optional but needs that cannot be generated).
+their pipelines' `__init__` share with the class's; a class whose family no test module of the selection tests is
+paired with the testers of one module of other families instead: the module naming the best-ranked pipeline class
+whose `__init__` takes every component the class requires, of the model classes it names (one module, so that shards
+never both check the class). An `UntestedTester` then drives it as a tester: the class built from its sibling's dummy
+components (those its own `__init__` takes), called with its sibling's dummy inputs (those its own `__call__` takes),
+and, where those alone make its plain call raise, the inputs it takes that the sibling does not give, generated from
+the sibling's (census.generated_inputs: an inpainting class's mask). A deprecated class (under
+`pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls) is tried as any other and keeps its
+deprecation beside its reason. A class that cannot be built so is counted with its reason: a placeholder, a component
+or a required `__call__` input no sibling gives, no sibling in the run, a plain call that raises with every fitting
+sibling's inputs, and with those generated from them (often an input its `__call__` marks optional but needs that
+cannot be generated).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ MODULAR = "modular"
 PIPELINE_TESTS = ("tests", "pipelines")  # where a diffusers checkout's tester modules are
 MODULAR_TESTS = ("tests", "modular_pipelines")  # and its modular tester configs
 NO_SIBLING = "no tester of its family in this run to build it from"
+OTHER_MODULE_ELSEWHERE = "checked through the testers of another family's module, which is not in this run"
 MODULAR_UNTESTED = (
     "a ModularPipeline class no modular tester config of this run names: its blocks are a config's to give"
 )
@@ -64,14 +69,16 @@ MODULAR_UNTESTED = (
 
 @dataclass(frozen=True)
 class Exported:
-    """One pipeline class diffusers exports: its name, family, kind, the class (a placeholder's too) and the reason
-    it cannot be checked whatever tester the run has (`why_not`: deprecated, a placeholder, ...; "" otherwise)."""
+    """One pipeline class diffusers exports: its name, family, kind, the class (a placeholder's too), the reason it
+    cannot be checked whatever tester the run has (`why_not`: a placeholder; "" otherwise) and why it is deprecated
+    (`deprecated`, "" where it is not: it is tried all the same)."""
 
     name: str
     family: str
     pipeline_class: type
     modular: bool = False
     why_not: str = ""
+    deprecated: str = ""
 
 
 def census_exports(pipeline_classes: Iterable[type], modules: Iterable[Path]) -> list[Exported] | None:
@@ -106,7 +113,7 @@ def exported_pipelines() -> list[Exported]:
                 found[name] = Exported(name, families.get(name, ""), cls, why_not=_placeholder_reason(cls))
         elif issubclass(cls, DiffusionPipeline):
             family = families.get(name) or _family_of_module(cls.__module__, "diffusers.pipelines.")
-            found[name] = Exported(name, family, cls, why_not=deprecated_reason(cls, family))
+            found[name] = Exported(name, family, cls, deprecated=deprecated_reason(cls, family))
         elif issubclass(cls, ModularPipeline):
             found[name] = Exported(name, modular_families.get(name, MODULAR), cls, modular=True)
     return list(found.values())
@@ -155,11 +162,14 @@ def _always_deprecates(function: Any) -> bool:
 # ---- pairing the untested classes with their siblings ------------------------------------------------------------
 @dataclass(frozen=True)
 class Untested:
-    """A class no tester names, to be driven through its siblings (the run's testers of its family, best first)."""
+    """A class no tester names, to be driven through its siblings (the run's testers of its family, best first; or,
+    where the selection tests none of its family, those of one module of other families: `other_family`)."""
 
     pipeline_class: type
     family: str
     siblings: tuple[type, ...]
+    deprecated: str = ""
+    other_family: bool = False
 
     @property
     def name(self) -> str:
@@ -176,14 +186,24 @@ class Plan:
     reasons: dict[str, str] = field(default_factory=dict)
 
 
-def plan(exported: Sequence[Exported], tester_classes: Iterable[type], named_elsewhere: Iterable[str] = ()) -> Plan:
+def plan(
+    exported: Sequence[Exported],
+    tester_classes: Iterable[type],
+    named_elsewhere: Iterable[str] = (),
+    modules: Iterable[Path] = (),
+) -> Plan:
     """The untested exported classes of `exported`, given the run's `tester_classes` (classic testers: a class with
     `pipeline_class`) and the names of the classes testers outside the run name (`named_elsewhere`: named_in): each
-    with its siblings where it can be driven, else its reason."""
+    with its siblings where it can be driven, else its reason. `modules`: the test modules of the whole selection
+    where the run holds a part of it (a shard), beside the run's testers' own: a class whose family none of them
+    tests is checked through the one module of another family the whole selection would choose (other_family)."""
     testers = [cls for cls in tester_classes if inspect.isclass(inspect.getattr_static(cls, "pipeline_class", None))]
     named = {getattr(inspect.getattr_static(cls, "pipeline_class"), "__name__", "") for cls in testers}
     named |= set(named_elsewhere)
     by_name = {e.name: e for e in exported}
+    selection = _selection(testers, modules)
+    tested = named | {name for names in selection.values() for name in names}
+    tested_families = {by_name[n].family for n in tested if n in by_name and not by_name[n].modular}
     result = Plan(list(exported))
     for entry in exported:
         if entry.name in named:
@@ -194,12 +214,79 @@ def plan(exported: Sequence[Exported], tester_classes: Iterable[type], named_els
         family = [cls for cls in testers
                   if (own := by_name.get(inspect.getattr_static(cls, "pipeline_class").__name__)) is not None
                   and own.family == entry.family and not own.modular and not own.why_not]  # fmt: skip
+        other_family = not family and entry.family not in tested_families
+        if other_family:  # the testers of the one module the whole selection would choose, whichever part runs
+            module, why = _other_family_module(entry, selection, by_name)
+            family = [cls for cls in testers if module is not None and _module_of(cls) == module]
+            why = why or f"{OTHER_MODULE_ELSEWHERE} ({module.name if module else ''})"
+        else:
+            why = NO_SIBLING  # its family's testers are in the selection, not in this part of it: another shard's
         if not family:
-            result.reasons[entry.name] = NO_SIBLING
+            result.reasons[entry.name] = with_deprecation(entry.deprecated, why)
             continue
         ranked = sorted(family, key=lambda cls: _rank(entry.pipeline_class, cls))
-        result.untested.append(Untested(entry.pipeline_class, entry.family, tuple(ranked)))
+        result.untested.append(
+            Untested(entry.pipeline_class, entry.family, tuple(ranked), entry.deprecated, other_family)
+        )
     return result
+
+
+def with_deprecation(deprecated: str, reason: str) -> str:
+    """A deprecated class's reason says its deprecation first."""
+    return f"{deprecated}, and {reason}" if deprecated else reason
+
+
+def _module_of(cls: type) -> Path | None:
+    try:
+        return Path(inspect.getfile(cls)).resolve()
+    except (TypeError, OSError):
+        return None
+
+
+def _selection(testers: Iterable[type], modules: Iterable[Path]) -> dict[Path, set[str]]:
+    """The test modules of the selection (those given, and the testers') → the pipeline classes each names, read as
+    text (named_by): what a shard knows of the others' modules too, so every shard chooses alike."""
+    paths = {path.resolve() for path in modules} | {p for p in map(_module_of, testers) if p is not None}
+    return {path: named_by(path) for path in sorted(paths) if path.is_file()}
+
+
+def _other_family_module(
+    entry: Exported, selection: dict[Path, set[str]], by_name: dict[str, Exported]
+) -> tuple[Path | None, str]:
+    """The test module whose testers check `entry` where the selection tests none of its family: the first (sorted)
+    module naming the best-ranked pipeline class of another family that takes every component `entry` requires, of
+    the model classes it names (None, with the nearest one's lack, where none does; NO_SIBLING where none is near)."""
+    fitting, near = [], []
+    for module, names in selection.items():
+        for name in names:
+            other = by_name.get(name)
+            if other is None or other.modular or other.why_not or other.family == entry.family:
+                continue
+            rank = (_class_rank(entry.pipeline_class, other.pipeline_class), name, str(module))
+            lack = _lack_of(entry.pipeline_class, other.pipeline_class)
+            (near if lack else fitting).append((rank, module, lack))
+    if fitting:
+        return min(fitting)[1], ""
+    if not near:
+        return None, NO_SIBLING
+    rank, _, lack = min(near)
+    return None, f"{NO_SIBLING}, nor one of another family that builds it (the nearest, {rank[1]}, {lack})"
+
+
+def _lack_of(pipeline: type, other: type) -> str:
+    """What `other`'s `__init__` does not take of what `pipeline`'s requires ("" where nothing): a component, or a
+    model of the class `pipeline` names (by their annotations: its tester's dummy components are checked at build)."""
+    taken = _init_parameters(other)
+    missing = [name for name, required in _init_parameters(pipeline).items() if required and name not in taken]
+    if missing:
+        return f"takes no {', '.join(missing)}"
+    theirs = _models_taken(other)
+    wrong = [
+        f"{name} ({'/'.join(m.__name__ for m in models)})"
+        for name, models in _models_taken(pipeline).items()
+        if name in theirs and not any(issubclass(m, models) for m in theirs[name])
+    ]
+    return f"takes no model(s) {', '.join(wrong)}" if wrong else ""
 
 
 _NAMED = re.compile(r"^\s*pipeline_class\s*=\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
@@ -230,15 +317,14 @@ def module_families(root: Path, modules: Iterable[str]) -> dict[str, set[str]]:
 def _rank(pipeline: type, tester: type) -> tuple[int, int, int, str]:
     """A sibling's rank for `pipeline` (lower first): the required components of `pipeline` its tester's pipeline does
     not take, then how few of its components, then of its call's inputs, that pipeline takes too, then its name."""
-    theirs = inspect.getattr_static(tester, "pipeline_class")
+    return (*_class_rank(pipeline, inspect.getattr_static(tester, "pipeline_class")), tester_name(tester))
+
+
+def _class_rank(pipeline: type, theirs: type) -> tuple[int, int, int]:
+    """The rank of a pipeline class `theirs` to build `pipeline` from, as _rank's first three."""
     own, taken = _init_parameters(pipeline), set(_init_parameters(theirs))
     missing = sum(1 for name, required in own.items() if required and name not in taken)
-    return (
-        missing,
-        -len(set(own) & taken),
-        -len(_call_parameters(pipeline) & _call_parameters(theirs)),
-        tester_name(tester),
-    )
+    return (missing, -len(set(own) & taken), -len(_call_parameters(pipeline) & _call_parameters(theirs)))
 
 
 def _named_parameters(method: Any) -> dict[str, bool]:
@@ -322,7 +408,7 @@ class UntestedTester(Tester):
                 lacks.append(str(exc))
                 continue
             if lack:
-                lacks.append(f"{lack}, which no sibling tester of {self.untested.family} gives")
+                lacks.append(f"{lack}, which no sibling tester of {self._of()} gives")
                 continue
             fitting.append(sibling)
             self.generated = ()
@@ -338,14 +424,15 @@ class UntestedTester(Tester):
             self._chosen = sibling
             return pipe
         self.generated = ()
+        deprecated = self.untested.deprecated
         if not fitting:
-            raise NotDrivable(lacks[0])
+            raise NotDrivable(with_deprecation(deprecated, lacks[0]))
         # A raise with every fitting sibling's inputs is the inputs' as much as the class's (an inpainting class given
         # no mask): not a verdict on the class, so counted with that raise as its reason, never passed.
         sibling, exc, made = raised[0]
         also = f" and the input(s) {', '.join(made)} generated from them" if made else ""
-        raise NotDrivable(f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that "
-                          f"fits), {_reason('a plain call', exc)} at {_raise_site(exc)}")  # fmt: skip
+        why = f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that fits), "
+        raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {_raise_site(exc)}"))
 
     def _plain_call(self, components: dict[str, Any], device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
         """The class built from `components` and called once with the current inputs: (pipeline or None, its raise
@@ -358,6 +445,13 @@ class UntestedTester(Tester):
         except Exception as exc:  # the caller tries generated inputs, then the next sibling
             return pipe, exc
         return pipe, None
+
+    def _of(self) -> str:
+        """Whose siblings: its family's, or (other_family) their module's."""
+        if not self.untested.other_family:
+            return self.untested.family
+        module = Path(inspect.getfile(self.untested.siblings[0])).name
+        return f"its module {module} (no tester of {self.untested.family})"
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""

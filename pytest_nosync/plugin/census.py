@@ -28,6 +28,7 @@ from ..census.changed import ChangesError, repo_of, roots_of, select
 from ..census.outcomes import Coverage, add_exports, outcome_of, skipped
 from ..findings import Report
 from ..scenarios import PLAIN
+from .census_shard import candidate_modules
 
 if TYPE_CHECKING:
     from ..census.building import Built
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 
 HEADER_KEY = "nosync_census_header"  # in an xdist worker's output
 EXPORTS_KEY = "nosync_census_exports"  # the same: the exported pipeline classes, and why a run has no check of them
+DEPRECATED_KEY = "nosync_census_deprecated"  # the same: those of them diffusers deprecates
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
 
@@ -178,14 +180,17 @@ class Census:
         shards = self.session.shards
         folders |= {(config.rootpath / module).parent for module in (shards.ignored if shards is not None else ())}
         named = self._named | untested.named_in(folders)
-        planned = modular_untested.plan(untested.plan(exported, self._testers, named), self._modular, named)
+        # a shard chooses another family's sibling module as the whole selection would (census.untested.plan)
+        modules = [config.rootpath / m for m in candidate_modules(config)] if self.session.settings.shard else []
+        planned = modular_untested.plan(untested.plan(exported, self._testers, named, modules), self._modular, named)
         for entry in planned.untested:
             parent = UntestedClass.from_parent(testers[entry.siblings[0]], name=entry.name)
             for item in self._checks(parent, entry):
                 item.extra_keyword_matches.add(ids.UNTESTED)  # `-k untested` selects them
                 if _asked_for(item, config):
                     items.append(item)
-        add_exports(self.coverage, {e.name: planned.reasons.get(e.name, "") for e in exported})
+        reasons = {e.name: planned.reasons.get(e.name, "") for e in exported}
+        add_exports(self.coverage, reasons, [e.name for e in exported if e.deprecated])
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter says what was collected (and asks us)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -231,13 +236,15 @@ class Census:
         if workeroutput is not None:
             workeroutput[HEADER_KEY] = self.header
             workeroutput[EXPORTS_KEY] = self.coverage.exports
+            workeroutput[DEPRECATED_KEY] = sorted(self.coverage.deprecated)
 
     @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, on the controller
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         for line in getattr(node, "workeroutput", {}).get(HEADER_KEY, []):
             if line not in self.workers_header:  # every worker collected the same
                 self.workers_header.append(line)
-        add_exports(self.coverage, getattr(node, "workeroutput", {}).get(EXPORTS_KEY, {}))
+        output = getattr(node, "workeroutput", {})
+        add_exports(self.coverage, output.get(EXPORTS_KEY, {}), output.get(DEPRECATED_KEY, []))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.hub is not None:

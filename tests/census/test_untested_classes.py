@@ -1,17 +1,21 @@
 """Exported pipeline classes no tester names (census.untested), on a family written here (tests/twins/
 untested_pipelines.py) beside the loop's tester: each checked through that sibling tester, under its own id, a sync
-in its loop found at its line; one whose call requires an input no sibling gives and a deprecated one counted with
-their reasons, never passed; the coverage line counting exported classes."""
+in its loop found at its line; a deprecated one checked too, its row noted; one whose call requires an input no
+sibling gives counted with its reason, never passed; a class of a family no tester tests checked through another
+family's tester module (one, the same in every shard); the coverage line counting exported classes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_nosync import ids
-from pytest_nosync.census import untested
+from pytest_nosync.census import table, untested
+from pytest_nosync.census.outcomes import Coverage
 from tests.twins import untested_pipelines
 
 TESTER = """
@@ -61,7 +65,7 @@ def test_each_untested_class_gets_the_testers_checks_under_its_sibling_and_its_o
     pytester.makepyfile(test_loop=TESTER)
     result = pytester.runpytest("--nosync", "--collect-only", "-q", "-p", "no:cacheprovider")
     checks = [line for line in result.outlines if "nosync[" in line]
-    named = ("SyncingLoopPipeline", "CleanLoopPipeline", "NeedsInputPipeline")  # not the deprecated one
+    named = ("SyncingLoopPipeline", "CleanLoopPipeline", "NeedsInputPipeline", "DeprecatedLoopPipeline")
     assert checks == [
         f"{SIBLING}::nosync[{check}]" for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
     ] + [
@@ -69,7 +73,7 @@ def test_each_untested_class_gets_the_testers_checks_under_its_sibling_and_its_o
         for name in named
         for check in ("syncs", "graph_breaks", "alloc_growth", "host_overhead")
     ]
-    assert ids.parse_untested(ids.parse(checks[-1]).tester) == ("test_loop.py::TestLoop", "NeedsInputPipeline")
+    assert ids.parse_untested(ids.parse(checks[-1]).tester) == ("test_loop.py::TestLoop", "DeprecatedLoopPipeline")
     assert ids.parse_untested(SIBLING) is None
 
 
@@ -79,13 +83,13 @@ def test_an_untested_class_is_checked_through_its_sibling_a_sync_at_its_line_the
     pytester.makepyfile(test_loop=TESTER)
     args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
     result = pytester.runpytest(*args, "--nosync-report=report.json")
-    result.assert_outcomes(passed=2, failed=1, skipped=1)
+    result.assert_outcomes(passed=3, failed=1, skipped=1)
     out = result.stdout.str()
     line = untested_pipelines.line_of("syncs per step", untested_pipelines.SyncingLoopPipeline)
     result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
     assert f"FAILED {SIBLING}::SyncingLoopPipeline::nosync[syncs]" in out
-    assert "nosync: 3 of 5 exported pipeline classes checked (2 through a sibling tester); 2 not:" in out, out
-    assert "  1 class(es): deprecated (its __init__ calls deprecate()) (e.g. DeprecatedLoopPipeline)" in out
+    # deprecated, and tried all the same (it was never tried: a class users still run went unchecked)
+    assert "nosync: 4 of 5 exported pipeline classes checked (3 through a sibling tester, 1 deprecated); 1 not:" in out
     assert (
         "  1 class(es): requires the input(s) mask in __call__, which no sibling tester of loop "
         "gives (e.g. NeedsInputPipeline)" in out
@@ -95,7 +99,10 @@ def test_an_untested_class_is_checked_through_its_sibling_a_sync_at_its_line_the
     assert outcomes[f"{SIBLING}::CleanLoopPipeline"]["syncs"]["verdict"] == "checked"
     assert outcomes[f"{SIBLING}::CleanLoopPipeline"]["syncs"]["passed"] is True
     assert outcomes[f"{SIBLING}::NeedsInputPipeline"]["syncs"]["verdict"] == "skipped"
-    assert doc["census"]["exports"]["DeprecatedLoopPipeline"].startswith("deprecated")
+    assert doc["census"]["exports"]["DeprecatedLoopPipeline"] == ""
+    assert outcomes[f"{SIBLING}::DeprecatedLoopPipeline"]["syncs"]["verdict"] == "checked"
+    notes = {row.pipeline: row.note for row in table.rows([], Coverage.from_dict(doc["census"]))}
+    assert notes["DeprecatedLoopPipeline"] == "deprecated" and notes["CleanLoopPipeline"] == ""
     targets = {t["target"]: t["metrics"]["pipeline"] for t in doc["tests"]}
     assert targets["test_loop::LoopTesterConfig::CleanLoopPipeline"] == "CleanLoopPipeline"
     steps = {t["target"]: t["steps"] for t in doc["tests"]}
@@ -160,7 +167,8 @@ def test_the_installed_diffusers_exports_are_listed_with_their_family_and_reason
     exported = {e.name: e for e in untested.exported_pipelines()}
     assert exported["LTXI2VLongMultiPromptPipeline"].family == "ltx"
     assert not exported["LTXI2VLongMultiPromptPipeline"].why_not
-    assert exported["AmusedPipeline"].why_not.startswith("deprecated")  # under pipelines/deprecated/
+    assert exported["AmusedPipeline"].deprecated.startswith("deprecated")  # under pipelines/deprecated/
+    assert not exported["AmusedPipeline"].why_not  # tried as any class
     assert exported["FluxModularPipeline"].modular
     assert "DiffusionPipeline" not in exported and "ModularPipeline" not in exported
 
@@ -316,3 +324,73 @@ def test_an_optional_input_a_class_needs_is_generated_from_the_siblings_its_loop
     said = "checked with generated input(s) mask_image"
     assert notes["InpaintLoopPipeline"] == notes["CleanInpaintLoopPipeline"] == said
     assert notes["LoopPipeline"] == ""
+
+
+DEPRECATED = "deprecated (diffusers.pipelines.deprecated)"
+
+
+def test_a_class_of_a_family_no_tester_tests_is_checked_through_another_familys_tester(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a class whose family has no tester (diffusers' DDPM, deprecated ones) was counted with no sibling,
+    never run; the loop's tester builds it (its components, its models' classes), and its per-step sync is found at
+    its line. One whose model no tester builds (a deprecated one here) is counted with both reasons, never passed."""
+    u = untested_pipelines
+    entries = [
+        untested.Exported("LoopPipeline", "loop", u.LoopPipeline),
+        untested.Exported("SyncingLoopPipeline", "orphan", u.SyncingLoopPipeline),
+        untested.Exported("CleanLoopPipeline", "orphan", u.CleanLoopPipeline),
+        untested.Exported("OtherModelPipeline", "deprecated", u.OtherModelPipeline, deprecated=DEPRECATED),
+    ]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=2, failed=1)
+    out = result.stdout.str()
+    line = untested_pipelines.line_of("syncs per step", untested_pipelines.SyncingLoopPipeline)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert f"FAILED {SIBLING}::SyncingLoopPipeline::nosync[syncs]" in out
+    assert "nosync: 3 of 4 exported pipeline classes checked (2 through a sibling tester); 1 not:" in out, out
+    assert (
+        f"  1 class(es): {DEPRECATED}, and {untested.NO_SIBLING}, nor one of another family that builds it (the "
+        "nearest, LoopPipeline, takes no model(s) transformer (OtherDenoiser)) (e.g. OtherModelPipeline)" in out
+    ), out
+
+
+def _tester_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, pipeline: str) -> type:
+    path = tmp_path / f"{name}.py"
+    path.write_text(f"from tests.twins.untested_pipelines import *\n\n\nclass Test:\n    pipeline_class = {pipeline}\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module.Test
+
+
+def test_another_familys_sibling_module_is_the_one_the_whole_selection_chooses_in_every_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two modules of other families could build an orphan class: the first by rank (test_a's LoopPipeline, whose
+    call it shares) is its one module, in a run of both and in the shard holding test_a; the shard holding only
+    test_b (told the whole selection) leaves it to that one, so that no two shards check it (census merge refuses)."""
+    u = untested_pipelines
+    a = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
+    b = _tester_module(tmp_path, monkeypatch, "test_b", "CleanLoopPipeline")
+    entries = [
+        untested.Exported("LoopPipeline", "a", u.LoopPipeline),
+        untested.Exported("CleanLoopPipeline", "b", u.CleanLoopPipeline),
+        untested.Exported("SyncingLoopPipeline", "orphan", u.SyncingLoopPipeline, deprecated=DEPRECATED),
+    ]
+    both = [tmp_path / "test_a.py", tmp_path / "test_b.py"]
+    whole = untested.plan(entries, [a, b])
+    assert [(e.name, e.siblings, e.other_family, e.deprecated) for e in whole.untested] == [
+        ("SyncingLoopPipeline", (a,), True, DEPRECATED)
+    ]
+    assert [e.siblings for e in untested.plan(entries, [a], modules=both).untested] == [(a,)]
+    shard_b = untested.plan(entries, [b], modules=both)
+    assert shard_b.untested == []
+    assert shard_b.reasons["SyncingLoopPipeline"] == f"{DEPRECATED}, and {untested.OTHER_MODULE_ELSEWHERE} (test_a.py)"
+    # a run of test_b alone (no selection beyond it) takes the one module it has
+    assert {e.name: e.siblings for e in untested.plan(entries, [b]).untested}["SyncingLoopPipeline"] == (b,)

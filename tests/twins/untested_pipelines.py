@@ -53,7 +53,7 @@ UNTESTED = (SyncingLoopPipeline, CleanLoopPipeline, NeedsInputPipeline, Deprecat
 
 def exported() -> list[Exported]:
     """The family as diffusers would list its exports (census.untested.exported_pipelines)."""
-    return [Exported(cls.__name__, FAMILY, cls, why_not=deprecated_reason(cls, FAMILY))
+    return [Exported(cls.__name__, FAMILY, cls, deprecated=deprecated_reason(cls, FAMILY))
             for cls in (LoopPipeline, *UNTESTED)]  # fmt: skip
 
 
