@@ -180,8 +180,9 @@ class Census:
         shards = self.session.shards
         folders |= {(config.rootpath / module).parent for module in (shards.ignored if shards is not None else ())}
         named = self._named | untested.named_in(folders)
-        # a shard chooses another family's sibling module as the whole selection would (census.untested.plan)
-        modules = [config.rootpath / m for m in candidate_modules(config)] if self.session.settings.shard else []
+        # every test module the paths name, collected or not (a shard's others): each shard chooses another family's
+        # sibling module as one run would (census.untested.plan)
+        modules = [config.rootpath / m for m in candidate_modules(config)]
         planned = modular_untested.plan(untested.plan(exported, self._testers, named, modules), self._modular, named)
         for entry in planned.untested:
             parent = UntestedClass.from_parent(testers[entry.siblings[0]], name=entry.name)
