@@ -66,7 +66,7 @@ def plan(classic: Plan, configs: Iterable[type], named: Iterable[str]) -> Plan:
             )
         else:
             ranked = sorted(family, key=lambda config: _rank(blocks, config))
-            untested.append(ModularUntested(entry.pipeline_class, entry.family, tuple(ranked), blocks))
+            untested.append(ModularUntested(entry.pipeline_class, entry.family, tuple(ranked), blocks_class=blocks))
     return replace(classic, untested=untested, reasons=reasons)
 
 
