@@ -21,6 +21,7 @@ tens of seconds a pipeline: the check is opt-in (`--nosync-checks=...,cudagraphs
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
 import re
@@ -105,6 +106,8 @@ class CudaGraphsDetector(Detector):
         torch._dynamo.reset()
         compiled = torch.compile(denoiser.forward, mode="reduce-overhead")
 
+        # its signature readable, as the dynamo detector keeps it (a modular denoise block reads it)
+        @functools.wraps(denoiser.forward)
         def forward(*args: Any, **kwargs: Any) -> Any:
             self.calls += 1
             return compiled(*args, **kwargs)

@@ -132,6 +132,22 @@ def test_a_sync_in_a_modular_loop_step_fails_the_syncs_check_at_its_line(
     assert "FAILED test_modular_pipeline_loop.py::TestLoopModularPipelineFast::nosync[syncs]" in result.stdout.str()
 
 
+def test_a_modular_loop_passing_its_denoiser_the_fields_its_signature_names_gets_a_graph_verdict(
+    pytester: pytest.Pytester,
+) -> None:
+    """The graph check's compiled forward keeps the denoiser's signature: a block that passes only the fields
+    `inspect.signature(transformer.forward)` names (QwenImage's, LTX2's, Cosmos3's, Wan Animate 2's) passed none to a
+    forward of `*args, **kwargs`, and the cell raised (`missing 1 required positional argument: 'latents'`)."""
+    configs = CONFIGS.format(read=False, repo=REPO).replace(
+        '"read_early": READ}', '"read_early": READ, "by_signature": True}'
+    )
+    assert "by_signature" in configs
+    pytester.makepyfile(test_modular_pipeline_loop=configs)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "graph_breaks", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["nosync: 1 of 1 checks reached a verdict*"])
+
+
 def test_no_stand_in_unbuildable_blocks_are_counted_and_a_raise_in_the_loop_is_an_error(
     pytester: pytest.Pytester,
 ) -> None:

@@ -135,3 +135,24 @@ def test_a_check_that_fails_to_arm_leaves_nothing_on(monkeypatch: pytest.MonkeyP
         detector.arm(SimpleNamespace(denoiser=torch.nn.Linear(2, 2), current_step=None))
     assert scheduler.Scheduler.should_partition is original
     assert torch._inductor.config.fx_graph_cache == cache
+
+
+def test_the_compiled_forward_keeps_the_denoisers_signature(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A modular denoise block passes the denoiser only the fields `inspect.signature(transformer.forward)` names
+    (QwenImage's, LTX2's, Cosmos3's): a forward of `*args, **kwargs` in its place names none, and the call raised.
+    Armed here without a GPU, the compile a double, the forward put in the denoiser's place is what is read."""
+    from types import SimpleNamespace
+
+    from pytest_nosync.detectors.cudagraphs import CudaGraphsDetector
+    from pytest_nosync.guard_options import GuardOptions
+
+    monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: fn)  # a double: no inductor, no GPU
+    denoiser = loop_pipeline.Denoiser()
+    detector = CudaGraphsDetector(GuardOptions(checks=("cudagraphs",), backend="cuda"))
+    detector.arm(SimpleNamespace(denoiser=denoiser, current_step=None))
+    try:
+        assert list(inspect.signature(denoiser.forward).parameters) == ["latents"]
+        assert denoiser(latents=torch.ones(1, 8)).shape == (1, 8) and detector.calls == 1
+    finally:
+        detector.disarm()
+    assert "forward" not in vars(denoiser)  # the class's own forward again

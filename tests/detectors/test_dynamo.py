@@ -118,6 +118,52 @@ class _Recast(_Block):
         return self.down(self.up(x))
 
 
+class Fielded(torch.nn.Module):
+    """A denoiser taking its inputs as a modular denoise block passes them: latents by position, the rest by keyword,
+    Python values among them (QwenImage's `img_shapes`, `return_dict`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, latents: list[torch.Tensor], timestep: torch.Tensor, img_shapes: list[tuple[int, int]],
+                return_dict: bool = True) -> tuple[torch.Tensor]:  # fmt: skip
+        height, width = img_shapes[0]
+        return (self.linear(latents[0]) * timestep * (height / width),)
+
+
+class FieldedListing(Fielded):
+    def forward(self, latents: list[torch.Tensor], timestep: torch.Tensor, img_shapes: list[tuple[int, int]],
+                return_dict: bool = True) -> tuple[torch.Tensor]:  # fmt: skip
+        scale = latents[0].abs().max().tolist()  # break: tolist among the fields
+        return super().forward([latents[0] / (1.0 + scale)], timestep, img_shapes, return_dict)
+
+
+def _called_by_signature(module: torch.nn.Module, latents: torch.Tensor, step: int) -> None:
+    """The call Modular Diffusers' denoise blocks make (QwenImage's, LTX2's, Cosmos3's, Wan Animate 2's): of the fields
+    they hold, only those `inspect.signature(transformer.forward)` names are passed."""
+    fields = {"timestep": torch.tensor(1.0 - step / 4), "img_shapes": [(2, 4)], "guidance_scale": 4.0,
+              "prompt_embeds_mask": None}  # fmt: skip
+    accepted = set(inspect.signature(module.forward).parameters)
+    module([latents], **{name: value for name, value in fields.items() if name in accepted}, return_dict=False)
+
+
+def _guarded_by_signature(module: torch.nn.Module, backend: str, device: torch.device):
+    where = for_checks(device, ("graph_breaks",))
+    module = module.to(where)
+    with torch.no_grad(), nosync_guard(SimpleNamespace(transformer=module), checks=("graph_breaks",),
+                                       backend=backend) as g:  # fmt: skip
+        for step in range(3):
+            with g.step():
+                try:
+                    _called_by_signature(module, torch.randn(2, 8, device=where), step)
+                except RuntimeError as exc:  # fail_on_recompile ends the step, as in `_guarded`
+                    if "Detected recompile" not in str(exc):
+                        raise
+                    g.absorb(exc)
+    return g.report
+
+
 def _guarded(module: torch.nn.Module, x: torch.Tensor, checks: tuple[str, ...], backend: str = "emulate"):
     pipe = SimpleNamespace(transformer=module)
     with torch.no_grad(), nosync_guard(pipe, checks=checks, backend=backend) as g:
@@ -192,6 +238,23 @@ def test_the_break_count_is_the_breaks(backend: str, device: torch.device) -> No
     where = for_checks(device, ("graph_breaks",))
     report = _guarded(Printing().to(where), torch.randn(2, 8, device=where), ("graph_breaks",), backend)
     assert report.metrics["graph_break_count"] == len(report.of_kind("graph_break")) == 1
+
+
+def test_a_denoiser_called_by_its_signature_gets_every_field_it_names(backend: str, device: torch.device) -> None:
+    """Clean twin: the guard's compiled forward keeps the denoiser's signature. A forward of `*args, **kwargs` named
+    none of the fields, so the block passed none and the call raised (QwenImage's `cannot unpack non-iterable
+    NoneType`, Cosmos3's `missing 11 required positional arguments`, in the graph check only)."""
+    report = _guarded_by_signature(Fielded(), backend, device)
+    assert report.passed and report.findings == [], report.findings
+    assert report.metrics["compiles_per_step"] == {"0": 1}
+
+
+def test_a_break_in_a_denoiser_called_by_its_signature_is_found_at_its_line(backend: str, device: torch.device) -> None:
+    """Bug twin: the same call into a forward that breaks; the check reaches its verdict, the break at its line."""
+    report = _guarded_by_signature(FieldedListing(), backend, device)
+    breaks = report.of_kind("graph_break")
+    assert breaks and report.passed is False, report.findings
+    assert _place(breaks[0]) == _line(FieldedListing.forward, "break"), breaks
 
 
 def test_on_the_emulated_device_the_check_says_it_did_not_run(device: torch.device) -> None:

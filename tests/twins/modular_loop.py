@@ -59,14 +59,19 @@ class LoopDenoiser(ModularPipelineBlocks):
     @property
     def inputs(self) -> list[InputParam]:
         return [InputParam("latents", required=True), InputParam("read_early", default=False),
-                InputParam("fail", default=False)]  # fmt: skip
+                InputParam("fail", default=False), InputParam("by_signature", default=False)]  # fmt: skip
 
     def __call__(self, components, block_state, i: int, t: torch.Tensor):
         if block_state.read_early:
             float(block_state.latents.sum())  # read before the denoiser
         if block_state.fail:
             raise ValueError("the modular loop fails")  # raises in the modular loop
-        block_state.noise = components.transformer(block_state.latents)
+        if block_state.by_signature:  # as QwenImage's, LTX2's, Cosmos3's blocks: only the fields its forward names
+            accepted = set(inspect.signature(components.transformer.forward).parameters)
+            fields = {"latents": block_state.latents, "guidance_scale": 4.0}
+            block_state.noise = components.transformer(**{k: v for k, v in fields.items() if k in accepted})
+        else:
+            block_state.noise = components.transformer(block_state.latents)
         return components, block_state
 
 
