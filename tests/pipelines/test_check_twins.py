@@ -57,9 +57,9 @@ def test_check_names_the_twin_line(twin: str, pipe, device, backend) -> None:
 
 @pytest.mark.parametrize("check", ["alloc_growth"])
 def test_growth_whose_sites_cannot_be_noted_stands_unnamed_with_why(check: str, pipe, backend) -> None:
-    """The re-run noting allocation sites raises in FlexAttention (measured on the H200: QwenImage Layered under the
-    Flex backend): the growth the plain call measured stands, no raised cell."""
-    pipeline_twins.install_leak_and_flex_attention(pipe.transformer)
+    """The re-run noting allocation sites raises (measured on the H200: QwenImage Layered under the Flex backend, its
+    FlexAttention refusing the tracker): the growth the plain call measured stands, no raised cell."""
+    pipeline_twins.install_leak_refusing_dispatch_modes(pipe.transformer)
     report = _run(check, pipe, backend)
     assert report.passed is False and not report.of_kind("error"), report.findings
     (growth,) = report.failures
