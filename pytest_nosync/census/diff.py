@@ -18,7 +18,7 @@ from typing import Any
 from .. import ids
 from ..findings import Report
 from .outcomes import Coverage
-from .table import Cell, Row, column_title, rows
+from .table import Cell, Row, column_title, markdown_row, rows
 
 
 class NothingInCommon(ValueError):
@@ -99,7 +99,7 @@ class CensusDiff:
                 "| pipeline | tester | check | base | head | places added | places gone |",
                 "| --- | --- | --- | --- | --- | --- | --- |",
             ]
-            lines += ["| " + " | ".join(c.replace("|", "\\|") for c in change.cells()) + " |" for change in chosen]
+            lines += [markdown_row(change.cells()) for change in chosen]
         if not self.worse and not self.better:
             lines += ["", "Nothing changed in the classes run in both."]
         return "\n".join(lines) + "\n"

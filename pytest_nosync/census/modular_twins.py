@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import ids
-from .table import Cell, Row, _top, column_title, dtype_of
+from .table import Cell, Row, _top, column_title, dtype_of, markdown_row
 
 MODULAR = "ModularPipeline"
 # the workflow words of modular configs' names, as the classic class names spell them
@@ -115,5 +115,5 @@ def render(found: list[Pair], environment: Mapping[str, Any], title: str) -> str
         for d in pair.differences:
             only = (_top(d.only_modular) if d.only_modular else "", _top(d.only_classic) if d.only_classic else "")
             cells = (config, twin, column_title(d.column), d.modular.text(), d.classic.text(), *only)
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            lines.append(markdown_row(cells))
     return "\n".join(lines) + "\n"

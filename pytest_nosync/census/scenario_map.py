@@ -21,7 +21,7 @@ from ..ids import parse_column
 from ..scenarios import PLAIN, SCENARIOS
 from .outcomes import Coverage
 from .raises import Causes, causes
-from .table import Cell, dtype_of, rows
+from .table import Cell, dtype_of, markdown_row, rows
 
 
 @dataclass
@@ -49,7 +49,7 @@ class ScenarioMap:
         raises = causes(cell.outcome for cell in self.cells.values())
         for pipeline in self.pipelines:
             cells = [_count(self.cells.get((pipeline, s)), raises) for s in self.scenarios]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in (pipeline, *cells)) + " |")
+            lines.append(markdown_row((pipeline, *cells)))
         notes = raises.footnotes()
         return "\n".join(lines + (["", *notes] if notes else [])) + "\n"
 

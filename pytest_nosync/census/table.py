@@ -116,9 +116,14 @@ def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[s
     raises = causes(cell.outcome for row in table for cell in row.cells.values())
     for row in table:
         cells = (row.pipeline, row.short_tester, *(row.cells[c].text(raises) for c in wanted), row.note)
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+        lines.append(markdown_row(cells))
     notes = raises.footnotes("check")
     return "\n".join(lines + (["", *notes] if notes else [])) + "\n"
+
+
+def markdown_row(cells: Iterable[str]) -> str:
+    """One row of a Markdown table, a `|` inside a cell escaped."""
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
 def dtype_of(environment: Mapping[str, Any]) -> str:
