@@ -10,6 +10,7 @@ fully checked when every check of it is.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -70,6 +71,23 @@ class CheckOutcome:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CheckOutcome:
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+
+def tested_class_name(pipeline: Any) -> str:
+    """The name of the diffusers class a tester's `pipeline_class` runs, which the census counts as checked: its
+    own, or, for a subclass its test module defines (Cosmos' testers wrap each pipeline to give it a dummy safety
+    checker), the nearest diffusers pipeline class it derives from."""
+    if not inspect.isclass(pipeline):
+        return getattr(pipeline, "__name__", "")
+    own = next((k for k in pipeline.__mro__ if k.__module__.split(".")[0] == "diffusers"), object)
+    return own.__name__ if _is_pipeline(own) else pipeline.__name__
+
+
+def _is_pipeline(cls: type) -> bool:
+    return hasattr(cls, "from_pretrained") and hasattr(cls, "components") and cls.__name__ not in _BASES
+
+
+_BASES = frozenset({"DiffusionPipeline", "ModularPipeline"})  # deriving from these alone: a pipeline of its own
 
 
 def outcome_of(report: Report, pipeline: str = "") -> CheckOutcome:

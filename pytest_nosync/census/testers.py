@@ -38,6 +38,7 @@ from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable
 from ..suite.targets.base import CallContext, Target
 from ..suite.targets.registry import assemble
+from .outcomes import tested_class_name
 
 DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
@@ -208,7 +209,7 @@ class Tester:
         """The tester as a Target of the suite (the denoiser known once calibrated)."""
         return Target(
             name=self.name,
-            pipeline_class=self.pipeline_class.__name__,
+            pipeline_class=tested_class_name(self.pipeline_class),
             checkpoint="",
             build_components=self.components,
             call_kwargs=self.call_kwargs,

@@ -44,6 +44,7 @@ from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from .generated_inputs import generated
+from .outcomes import tested_class_name
 from .testers import (
     NotDrivable,
     Tester,
@@ -198,7 +199,7 @@ def plan(
     where the run holds a part of it (a shard), beside the run's testers' own: a class whose family none of them
     tests is checked through the one module of another family the whole selection would choose (other_family)."""
     testers = [cls for cls in tester_classes if inspect.isclass(inspect.getattr_static(cls, "pipeline_class", None))]
-    named = {getattr(inspect.getattr_static(cls, "pipeline_class"), "__name__", "") for cls in testers}
+    named = {tested_class_name(inspect.getattr_static(cls, "pipeline_class")) for cls in testers}
     named |= set(named_elsewhere)
     by_name = {e.name: e for e in exported}
     selection = _selection(testers, modules)
@@ -212,7 +213,7 @@ def plan(
             result.reasons[entry.name] = entry.why_not or MODULAR_UNTESTED
             continue
         family = [cls for cls in testers
-                  if (own := by_name.get(inspect.getattr_static(cls, "pipeline_class").__name__)) is not None
+                  if (own := by_name.get(tested_class_name(inspect.getattr_static(cls, "pipeline_class")))) is not None
                   and own.family == entry.family and not own.modular and not own.why_not]  # fmt: skip
         other_family = not family and entry.family not in tested_families
         if other_family:  # the testers of the one module the whole selection would choose, whichever part runs
@@ -292,9 +293,17 @@ def _lack_of(pipeline: type, other: type) -> str:
 _NAMED = re.compile(r"^\s*pipeline_class\s*=\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
+_DEFINED = re.compile(r"^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
+
+
 def named_by(path: Path) -> set[str]:
-    """The pipeline classes a test module names (`pipeline_class = X`, read as text, nothing imported)."""
-    return set(_NAMED.findall(path.read_text(encoding="utf-8", errors="replace")))
+    """The pipeline classes a test module names (`pipeline_class = X`, read as text, nothing imported); where the
+    module defines X itself, deriving from a class, that class too (the diffusers class a test's wrapper runs, which
+    outcomes.tested_class_name counts)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    named = set(_NAMED.findall(text))
+    bases = dict(_DEFINED.findall(text))
+    return named | {bases[name] for name in named if name in bases}
 
 
 def named_in(folders: Iterable[Path]) -> set[str]:

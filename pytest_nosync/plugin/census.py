@@ -25,7 +25,7 @@ import pytest
 from .. import ids
 from ..census import coverage
 from ..census.changed import ChangesError, repo_of, roots_of, select
-from ..census.outcomes import Coverage, add_exports, outcome_of, skipped
+from ..census.outcomes import Coverage, add_exports, outcome_of, skipped, tested_class_name
 from ..findings import Report
 from ..scenarios import PLAIN
 from .census_shard import candidate_modules
@@ -62,7 +62,7 @@ class TesterCheck(pytest.Item):
 
     @property
     def pipeline_name(self) -> str:
-        return getattr(inspect.getattr_static(self.tester_class, "pipeline_class", None), "__name__", "")
+        return tested_class_name(inspect.getattr_static(self.tester_class, "pipeline_class", None))
 
     def runtest(self) -> None:
         try:
@@ -133,7 +133,7 @@ class Census:
                     self._testers.setdefault(obj, node)
                 else:
                     self._modular.setdefault(obj, node)
-                named = getattr(inspect.getattr_static(obj, "pipeline_class", None), "__name__", "")
+                named = tested_class_name(inspect.getattr_static(obj, "pipeline_class", None))
                 self._named.update([named] if named else [])
         return result
 

@@ -394,3 +394,30 @@ def test_another_familys_sibling_module_is_the_one_the_whole_selection_chooses_i
     assert shard_b.reasons["SyncingLoopPipeline"] == f"{DEPRECATED}, and {untested.OTHER_MODULE_ELSEWHERE} (test_a.py)"
     # a run of test_b alone (no selection beyond it) takes the one module it has
     assert {e.name: e.siblings for e in untested.plan(entries, [b]).untested}["SyncingLoopPipeline"] == (b,)
+
+
+def test_a_testers_own_subclass_of_a_diffusers_class_counts_that_class_as_tested(tmp_path: Path) -> None:
+    """diffusers' Cosmos testers name a wrapper their module defines (a dummy safety checker given): the exported
+    class it derives from, whose `__call__` the checks run, is tested, not planned through a sibling; a class
+    deriving from DiffusionPipeline alone keeps its own name (the twins')."""
+    from diffusers import DDPMPipeline
+
+    from pytest_nosync.census.outcomes import tested_class_name
+
+    class DDPMPipelineWrapper(DDPMPipeline):
+        pass
+
+    class Tester:
+        pipeline_class = DDPMPipelineWrapper
+
+    assert tested_class_name(DDPMPipelineWrapper) == "DDPMPipeline"
+    assert tested_class_name(untested_pipelines.CleanLoopPipeline) == "CleanLoopPipeline"
+    assert tested_class_name(None) == ""
+    entries = [untested.Exported("DDPMPipeline", "ddpm", DDPMPipeline)]
+    assert untested.plan(entries, [Tester]).untested == []
+    assert "DDPMPipeline" not in untested.plan(entries, [Tester]).reasons
+    module = tmp_path / "test_wrapped.py"
+    module.write_text(
+        "class DDPMPipelineWrapper(DDPMPipeline):\n    pass\n\n\nclass T:\n    pipeline_class = DDPMPipelineWrapper\n"
+    )
+    assert untested.named_by(module) == {"DDPMPipelineWrapper", "DDPMPipeline"}  # another shard's folder, as text
