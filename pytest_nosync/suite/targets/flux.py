@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_nosync.suite.targets._common import FLUX_DIT, FLUX_VAE, call, components, flow_match, randn, seeded
-from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext
 
 # FLUX.1-dev pads the T5 prompt to `max_sequence_length=512`; nothing in the configs says so.
 TEXT_SEQ_LEN = 512
@@ -45,15 +45,3 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         "guidance_scale": 3.5,
         **call(ctx, size),
     }
-
-
-FLUX = Target(
-    name="flux",
-    pipeline_class="FluxPipeline",
-    checkpoint="black-forest-labs/FLUX.1-dev",
-    build_components=build_components,
-    call_kwargs=call_kwargs,
-    text_encoding="no CLIP/T5: random T5 prompt embeddings (512 tokens) and pooled CLIP vector passed in",
-    description="FLUX.1-dev text-to-image, guidance-distilled (guidance 3.5 as an embedding, no CFG batch)",
-    extra_classes=("FluxTransformer2DModel", "AutoencoderKL", "FlowMatchEulerDiscreteScheduler"),
-)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_nosync.suite.targets._common import FLUX_DIT, FLUX_VAE, call, components, flow_match, prompts, seeded
-from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext
 
 # The Klein pipeline pads the Qwen3 prompt to `max_sequence_length=512`, the empty negative prompt too.
 TEXT_SEQ_LEN = 512
@@ -32,15 +32,3 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
     width = pipe.transformer.config.joint_attention_dim
     size = LATENT_SIZE * pipe.vae_scale_factor
     return {**prompts(ctx, TEXT_SEQ_LEN, width), "guidance_scale": 4.0, **call(ctx, size)}
-
-
-FLUX2_KLEIN = Target(
-    name="flux2_klein",
-    pipeline_class="Flux2KleinPipeline",
-    checkpoint="black-forest-labs/FLUX.2-klein-base-9B",
-    build_components=build_components,
-    call_kwargs=call_kwargs,
-    text_encoding="no Qwen3: random stacked-layer prompt and negative embeddings (512 tokens) passed in",
-    description="FLUX.2 [klein] base text-to-image, CFG 4.0: conditional and unconditional call per step",
-    extra_classes=("Flux2Transformer2DModel", "AutoencoderKLFlux2", "FlowMatchEulerDiscreteScheduler"),
-)

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from pytest_nosync.suite.targets._common import call, components, flow_match, randn, seeded
-from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext
 
 # Gemma prompts are left-padded to `max_sequence_length=1024` (a multiple of the connectors' registers).
 TEXT_SEQ_LEN = 1024
@@ -172,23 +172,3 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         **{k: v for k, v in LTX2_0_SAMPLING.items() if k in accepted},
         **call(ctx, size, num_frames=num_frames, frame_rate=FRAME_RATE),
     }
-
-
-LTX2 = Target(
-    name="ltx2",
-    pipeline_class="LTX2Pipeline",
-    checkpoint="Lightricks/LTX-2",
-    build_components=build_components,
-    call_kwargs=call_kwargs,
-    text_encoding=(
-        "no Gemma 3: random stacked hidden states of all its layers (1024 left-padded tokens) with attention "
-        "masks go through the real text connectors"
-    ),
-    description="LTX-2 text-to-audio+video with CFG 4.0, batched: one transformer call per step",
-    extra_classes=(
-        "LTX2VideoTransformer3DModel",
-        "AutoencoderKLLTX2Video",
-        "AutoencoderKLLTX2Audio",
-        "FlowMatchEulerDiscreteScheduler",
-    ),
-)

@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 from pytest_nosync.suite.targets._common import call, components, flow_match, randn, seeded
-from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext
 
 # Qwen2.5-VL prompt embeddings keep only the prompt's own tokens (the template's system part is dropped), so
 # they are short and the negative prompt (" ") is shorter than the prompt.
@@ -100,34 +100,3 @@ def edit_call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
         "true_cfg_scale": 4.0,
         **call(ctx, size),
     }
-
-
-_EXTRA = ("QwenImageTransformer2DModel", "AutoencoderKLQwenImage", "FlowMatchEulerDiscreteScheduler")
-
-QWENIMAGE = Target(
-    name="qwenimage",
-    pipeline_class="QwenImagePipeline",
-    checkpoint="Qwen/Qwen-Image",
-    build_components=build_components,
-    call_kwargs=call_kwargs,
-    text_encoding="no Qwen2.5-VL: random prompt (48 tokens) and negative (6 tokens) embeddings with masks",
-    description="Qwen-Image text-to-image with true CFG 4.0: two transformer calls per step",
-    extra_classes=_EXTRA,
-)
-
-QWENIMAGE_EDIT = Target(
-    name="qwenimage_edit",
-    pipeline_class="QwenImageEditPlusPipeline",
-    checkpoint="Qwen/Qwen-Image-Edit-2511",
-    build_components=build_edit_components,
-    call_kwargs=edit_call_kwargs,
-    text_encoding=(
-        "no Qwen2.5-VL: random prompt/negative embeddings (with the condition image's 196 vision tokens) "
-        "and masks; the input image still goes through the VAE"
-    ),
-    description=(
-        "Qwen-Image-Edit-2511 (zero_cond_t) editing one input image with true CFG 4.0: two transformer "
-        "calls per step over the generated and the condition image tokens"
-    ),
-    extra_classes=_EXTRA,
-)

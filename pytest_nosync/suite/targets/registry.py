@@ -1,4 +1,5 @@
-"""The targets the suite knows, and how to build one: tiny from its builder, or from a local checkpoint."""
+"""The targets the suite knows (each one's record: what it is; its module builds and calls it), and how to build one:
+tiny from its builder, or from a local checkpoint."""
 
 from __future__ import annotations
 
@@ -10,15 +11,90 @@ import torch
 from huggingface_hub import try_to_load_from_cache
 from huggingface_hub.errors import HFValidationError
 
+from pytest_nosync.suite.targets import flux, flux2_klein, ltx2, qwenimage, wan
 from pytest_nosync.suite.targets._common import diffusers_module
 from pytest_nosync.suite.targets.base import Target
-from pytest_nosync.suite.targets.flux import FLUX
-from pytest_nosync.suite.targets.flux2_klein import FLUX2_KLEIN
-from pytest_nosync.suite.targets.ltx2 import LTX2
-from pytest_nosync.suite.targets.qwenimage import QWENIMAGE, QWENIMAGE_EDIT
-from pytest_nosync.suite.targets.wan import WAN
 
-TARGETS: dict[str, Target] = {t.name: t for t in (FLUX, FLUX2_KLEIN, WAN, LTX2, QWENIMAGE, QWENIMAGE_EDIT)}
+# What each target is, side by side; its module builds and calls it. `extra_classes`: the diffusers classes its builder
+# names, checked before a build (missing_classes).
+_QWENIMAGE_CLASSES = ("QwenImageTransformer2DModel", "AutoencoderKLQwenImage", "FlowMatchEulerDiscreteScheduler")
+_ALL = (
+    Target(
+        name="flux",
+        pipeline_class="FluxPipeline",
+        checkpoint="black-forest-labs/FLUX.1-dev",
+        build_components=flux.build_components,
+        call_kwargs=flux.call_kwargs,
+        text_encoding="no CLIP/T5: random T5 prompt embeddings (512 tokens) and pooled CLIP vector passed in",
+        description="FLUX.1-dev text-to-image, guidance-distilled (guidance 3.5 as an embedding, no CFG batch)",
+        extra_classes=("FluxTransformer2DModel", "AutoencoderKL", "FlowMatchEulerDiscreteScheduler"),
+    ),
+    Target(
+        name="flux2_klein",
+        pipeline_class="Flux2KleinPipeline",
+        checkpoint="black-forest-labs/FLUX.2-klein-base-9B",
+        build_components=flux2_klein.build_components,
+        call_kwargs=flux2_klein.call_kwargs,
+        text_encoding="no Qwen3: random stacked-layer prompt and negative embeddings (512 tokens) passed in",
+        description="FLUX.2 [klein] base text-to-image, CFG 4.0: conditional and unconditional call per step",
+        extra_classes=("Flux2Transformer2DModel", "AutoencoderKLFlux2", "FlowMatchEulerDiscreteScheduler"),
+    ),
+    Target(
+        name="wan",
+        pipeline_class="WanPipeline",
+        checkpoint="Wan-AI/Wan2.1-T2V-14B-Diffusers",
+        build_components=wan.build_components,
+        call_kwargs=wan.call_kwargs,
+        text_encoding="no UMT5: random prompt and negative prompt embeddings (512 tokens) passed in",
+        description="Wan 2.1 text-to-video, 9 frames, UniPC flow sampling, CFG 5.0: two transformer calls a step",
+        extra_classes=("WanTransformer3DModel", "AutoencoderKLWan", "UniPCMultistepScheduler"),
+    ),
+    Target(
+        name="ltx2",
+        pipeline_class="LTX2Pipeline",
+        checkpoint="Lightricks/LTX-2",
+        build_components=ltx2.build_components,
+        call_kwargs=ltx2.call_kwargs,
+        text_encoding=(
+            "no Gemma 3: random stacked hidden states of all its layers (1024 left-padded tokens) with attention "
+            "masks go through the real text connectors"
+        ),
+        description="LTX-2 text-to-audio+video with CFG 4.0, batched: one transformer call per step",
+        extra_classes=(
+            "LTX2VideoTransformer3DModel",
+            "AutoencoderKLLTX2Video",
+            "AutoencoderKLLTX2Audio",
+            "FlowMatchEulerDiscreteScheduler",
+        ),
+    ),
+    Target(
+        name="qwenimage",
+        pipeline_class="QwenImagePipeline",
+        checkpoint="Qwen/Qwen-Image",
+        build_components=qwenimage.build_components,
+        call_kwargs=qwenimage.call_kwargs,
+        text_encoding="no Qwen2.5-VL: random prompt (48 tokens) and negative (6 tokens) embeddings with masks",
+        description="Qwen-Image text-to-image with true CFG 4.0: two transformer calls per step",
+        extra_classes=_QWENIMAGE_CLASSES,
+    ),
+    Target(
+        name="qwenimage_edit",
+        pipeline_class="QwenImageEditPlusPipeline",
+        checkpoint="Qwen/Qwen-Image-Edit-2511",
+        build_components=qwenimage.build_edit_components,
+        call_kwargs=qwenimage.edit_call_kwargs,
+        text_encoding=(
+            "no Qwen2.5-VL: random prompt/negative embeddings (with the condition image's 196 vision tokens) "
+            "and masks; the input image still goes through the VAE"
+        ),
+        description=(
+            "Qwen-Image-Edit-2511 (zero_cond_t) editing one input image with true CFG 4.0: two transformer "
+            "calls per step over the generated and the condition image tokens"
+        ),
+        extra_classes=_QWENIMAGE_CLASSES,
+    ),
+)
+TARGETS: dict[str, Target] = {t.name: t for t in _ALL}
 
 
 class UnknownTarget(ValueError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_nosync.suite.targets._common import call, components, diffusers_class, prompts, seeded
-from pytest_nosync.suite.targets.base import CallContext, Target
+from pytest_nosync.suite.targets.base import CallContext
 
 # UMT5 prompts are padded to `max_sequence_length=512`, the negative prompt too.
 TEXT_SEQ_LEN = 512
@@ -65,15 +65,3 @@ def call_kwargs(pipe: Any, ctx: CallContext) -> dict[str, Any]:
     text_dim = pipe.transformer.config.text_dim
     size = LATENT_SIZE * pipe.vae_scale_factor_spatial
     return {**prompts(ctx, TEXT_SEQ_LEN, text_dim), "guidance_scale": 5.0, **call(ctx, size, num_frames=NUM_FRAMES)}
-
-
-WAN = Target(
-    name="wan",
-    pipeline_class="WanPipeline",
-    checkpoint="Wan-AI/Wan2.1-T2V-14B-Diffusers",
-    build_components=build_components,
-    call_kwargs=call_kwargs,
-    text_encoding="no UMT5: random prompt and negative prompt embeddings (512 tokens) passed in",
-    description="Wan 2.1 text-to-video, 9 frames, UniPC flow sampling, CFG 5.0: two transformer calls a step",
-    extra_classes=("WanTransformer3DModel", "AutoencoderKLWan", "UniPCMultistepScheduler"),
-)
