@@ -41,6 +41,8 @@ LTX2_0_SAMPLING = {
 # Gemma 3 stand-in: hidden width and number of layers (LTX-2: 3840 and 48).
 TEXT_HIDDEN = 32
 TEXT_LAYERS = 2
+# The video and the audio prompt streams' connectors, alike: heads x head_dim must equal TEXT_HIDDEN.
+CONNECTOR = {"num_attention_heads": 4, "attention_head_dim": 8, "num_layers": 1, "num_learnable_registers": 128}
 
 
 def build_components() -> dict[str, Any]:
@@ -52,15 +54,7 @@ def build_components() -> dict[str, Any]:
         LTX2TextConnectors,
         caption_channels=TEXT_HIDDEN,
         text_proj_in_factor=TEXT_LAYERS + 1,  # every layer plus the embeddings
-        # heads x head_dim must equal caption_channels
-        video_connector_num_attention_heads=4,
-        video_connector_attention_head_dim=8,
-        video_connector_num_layers=1,
-        video_connector_num_learnable_registers=128,
-        audio_connector_num_attention_heads=4,
-        audio_connector_attention_head_dim=8,
-        audio_connector_num_layers=1,
-        audio_connector_num_learnable_registers=128,
+        **{f"{stream}_connector_{name}": value for stream in ("video", "audio") for name, value in CONNECTOR.items()},
         connector_rope_base_seq_len=4096,
         rope_theta=10000.0,
         rope_double_precision=True,
