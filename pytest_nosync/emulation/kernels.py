@@ -40,7 +40,7 @@ def _copy(dst: torch.Tensor, src: torch.Tensor, non_blocking: bool = False) -> t
     return dispatch(torch.ops.aten.copy_.default, (dst, src, non_blocking), {})
 
 
-def _sdpa(
+def _sdpa_arguments(
     query: torch.Tensor,
     key: torch.Tensor,
     value: torch.Tensor,
@@ -49,32 +49,24 @@ def _sdpa(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
-) -> torch.Tensor:
-    args = (query, key, value, attn_mask, dropout_p, is_causal)
-    return dispatch(
-        torch.ops.aten.scaled_dot_product_attention.default, args, {"scale": scale, "enable_gqa": enable_gqa}
-    )
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """aten's scaled_dot_product_attention arguments as its schema splits them, for both kernels below: positional
+    (query, key, value, attn_mask, dropout_p, is_causal), then keyword-only (scale, enable_gqa)."""
+    return (query, key, value, attn_mask, dropout_p, is_causal), {"scale": scale, "enable_gqa": enable_gqa}
 
 
-def _sdpa_autograd(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    attn_mask: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> torch.Tensor:
+def _sdpa(*args: Any, **kwargs: Any) -> torch.Tensor:
+    args, kwargs = _sdpa_arguments(*args, **kwargs)
+    return dispatch(torch.ops.aten.scaled_dot_product_attention.default, args, kwargs)
+
+
+def _sdpa_autograd(*args: Any, **kwargs: Any) -> torch.Tensor:
+    args, kwargs = _sdpa_arguments(*args, **kwargs)
     aten = torch.ops.aten
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (query, key, value, attn_mask)):
-        return aten._scaled_dot_product_attention_math(
-            query, key, value, attn_mask, dropout_p, is_causal, None, scale=scale, enable_gqa=enable_gqa
-        )[0]
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in args[:4]):  # the tensors
+        return aten._scaled_dot_product_attention_math(*args, None, **kwargs)[0]  # None: no dropout mask
     with torch._C._AutoDispatchBelowAutograd():
-        return aten.scaled_dot_product_attention(
-            query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
-        )
+        return aten.scaled_dot_product_attention(*args, **kwargs)
 
 
 def register() -> list[Any]:
