@@ -1,4 +1,5 @@
-"""What every census output shares: its entry in the registry (`Output`), and a run's report read as a census."""
+"""What every census output shares: its entry in the registry (`Output`), a run's report read as a census, and the
+Markdown page of a census under a title that the table, raises and twins print (`page`)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,21 @@ def census_of_parts(paths: list[str]) -> tuple[list[Report], Coverage, dict[str,
 def reports_argument(parser: argparse.ArgumentParser) -> None:
     """REPORT...: a run's report, or several (one census run in parts)."""
     parser.add_argument("report", nargs="+", help="the run's --nosync-report (several: one census run in parts)")
+
+
+def page(
+    name: str, help: str, title: str, render: Callable[[list[Report], Coverage, dict[str, Any], str], str]
+) -> Output:
+    """An output printing one Markdown page: the census of its REPORT... rendered (`render(reports, coverage,
+    environment, title)`) under `--title`, `title` by default."""
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        reports_argument(parser)
+        parser.add_argument("--title", default=title, help="the page's heading")
+
+    def run(args: argparse.Namespace) -> int:
+        reports, coverage, environment = census_of_parts(args.report)
+        print(render(reports, coverage, environment, args.title), end="")
+        return 0
+
+    return Output(name, help, arguments, run)

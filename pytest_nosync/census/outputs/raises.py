@@ -3,24 +3,22 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import Any
 
+from ...findings import Report
+from ..outcomes import Coverage
 from ..table import rows
 from ..upstream import upstream_list
-from .base import Output, census_of_parts, reports_argument
+from .base import page
 
 
-def arguments(parser: argparse.ArgumentParser) -> None:
-    reports_argument(parser)
-    parser.add_argument("--title", default="What raised", help="the page's heading")
+def render(reports: list[Report], coverage: Coverage, environment: dict[str, Any], title: str) -> str:
+    return upstream_list(rows(reports, coverage), environment, title)
 
 
-def run(args: argparse.Namespace) -> int:
-    reports, coverage, environment = census_of_parts(args.report)
-    print(upstream_list(rows(reports, coverage), environment, args.title), end="")
-    return 0
-
-
-OUTPUT = Output(
-    "raises", "every cause of the census's raised cells, with a command reproducing it (Markdown)", arguments, run
+OUTPUT = page(
+    "raises",
+    "every cause of the census's raised cells, with a command reproducing it (Markdown)",
+    "What raised",
+    render,
 )

@@ -3,27 +3,23 @@
 
 from __future__ import annotations
 
-import argparse
+from typing import Any
 
-from ..modular_twins import pairs, render
+from ...findings import Report
+from ..modular_twins import pairs
+from ..modular_twins import render as render_pairs
+from ..outcomes import Coverage
 from ..table import rows
-from .base import Output, census_of_parts, reports_argument
+from .base import page
 
 
-def arguments(parser: argparse.ArgumentParser) -> None:
-    reports_argument(parser)
-    parser.add_argument("--title", default="Modular configs and their classic twins", help="the page's heading")
+def render(reports: list[Report], coverage: Coverage, environment: dict[str, Any], title: str) -> str:
+    return render_pairs(pairs(rows(reports, coverage)), environment, title)
 
 
-def run(args: argparse.Namespace) -> int:
-    reports, coverage, environment = census_of_parts(args.report)
-    print(render(pairs(rows(reports, coverage)), environment, args.title), end="")
-    return 0
-
-
-OUTPUT = Output(
+OUTPUT = page(
     "twins",
     "each Modular Diffusers config against its classic twin: what one finds that the other does not (Markdown)",
-    arguments,
-    run,
+    "Modular configs and their classic twins",
+    render,
 )
