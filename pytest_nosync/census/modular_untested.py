@@ -23,11 +23,10 @@ from typing import Any
 import diffusers
 import torch
 
-from .. import ids
 from ..suite.targets.base import CallContext
 from .hub_standins.modular_repos import NoStandIn, components_for
 from .modular import REPO, ModularTester, provider, ready
-from .testers import NotDrivable, _input_binder, _reason, tester_name
+from .testers import NotDrivable, _input_binder, _reason, tester_name, untested_name
 from .untested import Exported, Plan, Untested, _raise_site
 
 
@@ -118,8 +117,7 @@ class UntestedModularTester(ModularTester):
     def __init__(self, untested: ModularUntested) -> None:
         self.untested = untested
         first = untested.siblings[0]
-        source = provider(first) or first
-        self.name = ids.untested_target(source.__module__, source.__qualname__, untested.name)
+        self.name = untested_name(provider(first) or first, untested.name)
         self.pipeline_class = untested.pipeline_class
         self.blocks_class = untested.blocks_class
         self.calibration = None

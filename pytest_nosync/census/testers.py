@@ -87,6 +87,12 @@ def tester_name(cls: type) -> str:
     return ids.tester_target(source.__module__, source.__qualname__)
 
 
+def untested_name(source: type, pipeline_class: str) -> str:
+    """An untested class's reports' target, checked through the tester class `source` (the provider of its first
+    sibling): `<module stem>::<source>::<pipeline_class>`, for the classic and the modular untested alike."""
+    return ids.untested_target(source.__module__, source.__qualname__, pipeline_class)
+
+
 @dataclass(frozen=True)
 class Calibration:
     """What a tester's plain calls showed. Steps run = slope × num_inference_steps + offset (two calls measure it:

@@ -39,7 +39,7 @@ import torch
 from diffusers import DiffusionPipeline, ModelMixin
 from diffusers.modular_pipelines import ModularPipeline
 
-from .. import attribution, ids
+from .. import attribution
 from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
@@ -55,6 +55,7 @@ from .testers import (
     _reason,
     provider,
     tester_name,
+    untested_name,
 )
 
 DEPRECATED_FAMILY = "deprecated"  # diffusers.pipelines.deprecated: kept importable, no longer maintained
@@ -376,8 +377,7 @@ class UntestedTester(Tester):
     def __init__(self, untested: Untested) -> None:
         self.untested = untested
         first = untested.siblings[0]
-        source = provider(first) or first
-        self.name = ids.untested_target(source.__module__, source.__qualname__, untested.name)
+        self.name = untested_name(provider(first) or first, untested.name)
         self.pipeline_class = untested.pipeline_class
         self.calibration = None
         self._use(first)
