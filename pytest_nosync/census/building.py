@@ -203,6 +203,8 @@ def checked(
     report.metrics["denoiser"] = target.denoiser
     if isinstance(tester, UntestedTester) and tester.generated:  # checked with inputs no tester gives: said so
         report.metrics["generated_inputs"] = list(tester.generated)
+    if isinstance(tester, UntestedTester) and tester.made_components:  # and components: said so too
+        report.metrics["generated_components"] = [f"{name}: {how}" for name, how in tester.made_components.items()]
     return report
 
 

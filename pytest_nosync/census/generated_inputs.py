@@ -1,14 +1,19 @@
 """Inputs an untested class's `__call__` takes and its sibling tester does not give, made from what the sibling
 gives, by the parameter's name and annotation, never per pipeline class (census.untested tries them only where the
-sibling's inputs alone make the plain call raise: a variant that treats an optional input as required).
+sibling's inputs alone make the plain call raise: a variant that treats an optional input as required, or one
+requiring an input the sibling does not give).
 
-`generated(pipeline_class, given, pipe)` makes, for each such parameter it knows by name whose annotation allows what
-it would give: an image (`image`, `control_image`, `conditioning_image`: the sibling's image, else a seeded one of
-its height and width), a mask of that image's kind (`mask_image`, `control_mask`: of the sibling's height and width,
-else its image's size; its right half masked), a video and its mask (`video`, `control_video`, `mask_video`: a
-tensor of its frames, height and width; a class taking an image or a video to start from gets one of them), a
-reference waveform (`audio`: a tensor of its duration at the VAE's sampling rate and channels) and a span of it to
-inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle half). All seeded: the same inputs every call and run.
+`generated(pipeline_class, given, pipe)` makes, for each such parameter (optional or required) it knows by name
+whose annotation allows what it would give: an image (`image`, `control_image`, `conditioning_image`: the sibling's
+image, else a seeded one of its height and width), a mask of that image's kind (`mask_image`, `control_mask`: of the
+sibling's height and width, else its image's size; its right half masked), a video and its mask (`video`,
+`control_video`, `mask_video`: a tensor of its frames, height and width; a class taking an image or a video to start
+from gets one of them), a reference waveform (`audio`: a tensor of its duration at the VAE's sampling rate and
+channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle half), and the kind of
+control a union ControlNet applies to its control image (`control_mode`: the first, 0); an edit's `source_prompt`
+(the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an `example_image` (as an
+image). Required inputs too, where a maker knows them (a `__call__` requiring a mask). All seeded: the same inputs
+every call and run.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch
 
 SEED = 0
 DEFAULT_SIZE = 32  # pixels, where the sibling gives no image, height or width
-IMAGES = ("image", "control_image", "conditioning_image")
+IMAGES = ("image", "control_image", "conditioning_image", "example_image")
 MASKS = ("mask_image", "control_mask")
 VIDEOS = ("video", "control_video")
 VIDEO_MASKS = ("mask_video",)
@@ -40,7 +45,7 @@ def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict
         return {}
     made: dict[str, Any] = {}
     for name, parameter in parameters.items():
-        if name in given or parameter.default is inspect.Parameter.empty or name in _alternatives(given, parameters):
+        if name in given or name in _alternatives(given, parameters):
             continue
         annotation = str(parameter.annotation)
         value = _MAKERS.get(name, _nothing)(annotation, given, pipe)
@@ -118,11 +123,16 @@ def _video_shape(given: Mapping[str, Any], channels: int) -> tuple[int, ...]:
     return (1, channels, int(given.get("num_frames") or 1), height, width)
 
 
-def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
-    """A seeded video tensor (1, 3, frames, H, W) in [0, 1], of the sibling's frames and size."""
-    if not _takes(annotation, "Tensor"):
+def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
+    """A seeded video tensor (1, 3, frames, H, W) in [0, 1], of the sibling's frames and size; its frames as PIL
+    images where the annotation takes a list of images only."""
+    frames = torch.rand(_video_shape(given, 3), generator=torch.Generator().manual_seed(SEED))
+    if _takes(annotation, "Tensor"):
+        return frames
+    if not _takes(annotation, "Image"):
         return None
-    return torch.rand(_video_shape(given, 3), generator=torch.Generator().manual_seed(SEED))
+    pixels = (frames[0].permute(1, 2, 3, 0) * 255).to(torch.uint8).numpy()  # (frames, H, W, 3)
+    return [PIL.Image.fromarray(frame) for frame in pixels]
 
 
 def _video_mask(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
@@ -145,6 +155,27 @@ def _audio(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor
     return 0.1 * torch.randn(1, channels, samples, generator=torch.Generator().manual_seed(SEED))
 
 
+def _control_mode(annotation: str, given: Mapping[str, Any], pipe: Any) -> list[int] | None:
+    """The first control type, one per control image (a union ControlNet's `control_mode`)."""
+    return [0] if _takes(annotation, "int") else None
+
+
+def _source_prompt(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
+    """The prompt an edit starts from (`source_prompt`): the sibling's own prompt."""
+    prompt = given.get("prompt")
+    return prompt if prompt is not None and _takes(annotation, "str") else None
+
+
+def _token_indices(annotation: str, given: Mapping[str, Any], pipe: Any) -> list[int] | None:
+    """The prompt tokens to attend to (`token_indices`): the first after the start token."""
+    return [1] if given.get("prompt") is not None and _takes(annotation, "int") else None
+
+
+def knows(name: str) -> bool:
+    """Whether `generated` has a maker for an input of this name (a required input it makes is no lack)."""
+    return name in _MAKERS
+
+
 def _span(share: float) -> Callable[[str, Mapping[str, Any], Any], float | None]:
     def make(annotation: str, given: Mapping[str, Any], pipe: Any) -> float | None:
         duration = given.get("duration")
@@ -160,4 +191,7 @@ _MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
     **dict.fromkeys(VIDEO_MASKS, _video_mask),
     **dict.fromkeys(AUDIO, _audio),
     **{name: _span(share) for name, share in SPANS.items()},
+    "control_mode": _control_mode,
+    "source_prompt": _source_prompt,
+    "token_indices": _token_indices,
 }

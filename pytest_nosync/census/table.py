@@ -176,7 +176,9 @@ def _note(outcomes: Iterable[CheckOutcome], reports: Iterable[Report]) -> str:
     checks did not all reach a verdict: the first raise, else the distinct reasons."""
     reports = list(reports)
     made = next((r.metrics["generated_inputs"] for r in reports if r.metrics.get("generated_inputs")), [])
-    generated = [f"checked with generated input(s) {', '.join(made)}"] if made else []
+    built = next((r.metrics["generated_components"] for r in reports if r.metrics.get("generated_components")), [])
+    generated = [f"built with generated component(s) {'; '.join(built)}"] if built else []
+    generated += [f"checked with generated input(s) {', '.join(made)}"] if made else []
     for report in reports:
         for f in report.findings:
             if f.kind == Kind.ERROR:

@@ -8,15 +8,16 @@ package of `diffusers.pipelines` (or `diffusers.modular_pipelines`) that exports
 their pipelines' `__init__` share with the class's; a class whose family no test module of the selection tests is
 paired with the testers of one module of other families instead: the module naming the best-ranked pipeline class
 whose `__init__` takes every component the class requires, of the model classes it names (one module, so that shards
-never both check the class). An `UntestedTester` then drives it as a tester: the class built from its sibling's dummy
-components (those its own `__init__` takes), called with its sibling's dummy inputs (those its own `__call__` takes),
-and, where those alone make its plain call raise, the inputs it takes that the sibling does not give, generated from
-the sibling's (census.generated_inputs: an inpainting class's mask). A deprecated class (under
-`pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls) is tried as any other and keeps its
-deprecation beside its reason. A class that cannot be built so is counted with its reason: a placeholder, a component
-or a required `__call__` input no sibling gives, no sibling in the run, a plain call that raises with every fitting
-sibling's inputs, and with those generated from them (often an input its `__call__` marks optional but needs that
-cannot be generated).
+never both check the class). An `UntestedTester` then drives it as a tester: the class built from its sibling's
+dummy components (those its own `__init__` takes), called with its sibling's dummy inputs (those its own `__call__`
+takes), and, where those alone make its plain call raise, the inputs it takes that the sibling does not give,
+generated from the sibling's (census.generated_inputs: an inpainting class's mask); a component it requires that the
+sibling does not give is made from the sibling's where census.generated_components can (a scheduler, a ControlNet
+from the UNet). A deprecated class (under `pipelines/deprecated/`, or a `deprecate()` its `__init__` always calls)
+is tried as any other and keeps its deprecation beside its reason. A class that cannot be built so is counted with
+its reason: a placeholder, a component or a required `__call__` input no sibling gives, no sibling in the run, a
+plain call that raises with every fitting sibling's inputs, and with those generated from them (often an input its
+`__call__` marks optional but needs that cannot be generated).
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ from .. import attribution
 from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
-from .generated_inputs import generated
+from .generated_components import generated as generated_components
+from .generated_components import makeable
+from .generated_inputs import generated, knows
 from .outcomes import tested_class_name
 from .testers import (
     NotDrivable,
@@ -279,14 +282,20 @@ def _lack_of(pipeline: type, other: type) -> str:
     """What `other`'s `__init__` does not take of what `pipeline`'s requires ("" where nothing): a component, or a
     model of the class `pipeline` names (by their annotations: its tester's dummy components are checked at build)."""
     taken = _init_parameters(other)
-    missing = [name for name, required in _init_parameters(pipeline).items() if required and name not in taken]
+    missing = [
+        name
+        for name, required in _init_parameters(pipeline).items()
+        if required and name not in taken and not makeable(pipeline, name, other)
+    ]
     if missing:
         return f"takes no {', '.join(missing)}"
     theirs = _models_taken(other)
     wrong = [
         f"{name} ({'/'.join(m.__name__ for m in models)})"
         for name, models in _models_taken(pipeline).items()
-        if name in theirs and not any(issubclass(m, models) for m in theirs[name])
+        if name in theirs
+        and not any(issubclass(m, models) for m in theirs[name])
+        and not makeable(pipeline, name, other)
     ]
     return f"takes no model(s) {', '.join(wrong)}" if wrong else ""
 
@@ -383,14 +392,20 @@ class UntestedTester(Tester):
         self._use(first)
         self._chosen: type | None = None
         self.generated: tuple[str, ...] = ()  # the inputs generated for each call (census.generated_inputs)
+        self.made_components: dict[str, str] = {}  # the components made for it: name → how
+        self._replace_schedulers = False  # a sibling's scheduler of another class than the annotated one replaced
 
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
         self._inputs = _input_binder(sibling.get_dummy_inputs)
 
     def components(self) -> dict[str, Any]:
-        """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's)."""
-        return self._taken(super().components())
+        """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's), and
+        those it requires that the sibling does not give, made from them (census.generated_components)."""
+        given = super().components()
+        made = generated_components(self.pipeline_class, given, self._replace_schedulers)
+        self.made_components = {name: how for name, (_, how) in made.items()}
+        return self._taken({**given, **{name: value for name, (value, _) in made.items()}})
 
     def build(self, device: torch.device, dtype: torch.dtype) -> Any:
         if self._chosen is None:
@@ -420,28 +435,39 @@ class UntestedTester(Tester):
                 lacks.append(f"{lack}, which no sibling tester of {self._of()} gives")
                 continue
             fitting.append(sibling)
-            self.generated = ()
+            self.generated, self._replace_schedulers = (), False
             pipe, exc = self._plain_call(components, device, dtype)
             if exc is not None and pipe is not None:  # the inputs the class takes that the sibling does not give
                 given = self.call_kwargs(pipe, CallContext(device, dtype))
                 self.generated = tuple(generated(self.pipeline_class, given, pipe))
                 if self.generated:  # a fresh pipeline: the raise may have left state behind
                     pipe, exc = self._plain_call(self.components(), device, dtype)
+            if exc is not None and self._schedulers_to_replace():  # its own class of scheduler
+                self._replace_schedulers = True
+                pipe, exc = self._plain_call(self.components(), device, dtype)
             if exc is not None:  # the next sibling is tried
-                raised.append((sibling, exc, self.generated))
+                raised.append((sibling, exc, self.generated, tuple(self.made_components)))
                 continue
             self._chosen = sibling
             return pipe
-        self.generated = ()
+        self.generated, self._replace_schedulers = (), False
         deprecated = self.untested.deprecated
         if not fitting:
             raise NotDrivable(with_deprecation(deprecated, lacks[0]))
         # A raise with every fitting sibling's inputs is the inputs' as much as the class's (an inpainting class given
         # no mask): not a verdict on the class, so counted with that raise as its reason, never passed.
-        sibling, exc, made = raised[0]
+        sibling, exc, made, built = raised[0]
         also = f" and the input(s) {', '.join(made)} generated from them" if made else ""
+        also += f", the component(s) {', '.join(built)} made from its components" if built else ""
         why = f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that fits), "
         raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {_raise_site(exc)}"))
+
+    def _schedulers_to_replace(self) -> bool:
+        """Whether the sibling gives a scheduler of another class than the one the class's `__init__` names."""
+        given = Tester.components(self)
+        return set(generated_components(self.pipeline_class, given, True)) > set(
+            generated_components(self.pipeline_class, given, False)
+        )
 
     def _plain_call(self, components: dict[str, Any], device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
         """The class built from `components` and called once with the current inputs: (pipeline or None, its raise
@@ -476,7 +502,9 @@ class UntestedTester(Tester):
         if wrong:
             return f"needs the model(s) {', '.join(wrong)}"
         inputs = self._inputs(self.instance, SimpleNamespace(device=torch.device("cpu"), seed=0))
-        missing = [name for name in _required_call_parameters(self.pipeline_class) if name not in inputs]
+        missing = [
+            name for name in _required_call_parameters(self.pipeline_class) if name not in inputs and not knows(name)
+        ]
         return f"requires the input(s) {', '.join(missing)} in __call__" if missing else ""
 
     def _taken(self, components: dict[str, Any]) -> dict[str, Any]:

@@ -421,3 +421,66 @@ def test_a_testers_own_subclass_of_a_diffusers_class_counts_that_class_as_tested
         "class DDPMPipelineWrapper(DDPMPipeline):\n    pass\n\n\nclass T:\n    pipeline_class = DDPMPipelineWrapper\n"
     )
     assert untested.named_by(module) == {"DDPMPipelineWrapper", "DDPMPipeline"}  # another shard's folder, as text
+
+
+def test_components_and_required_inputs_no_sibling_gives_are_made_its_loop_checked_and_the_note_says_so(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a class requiring a second scheduler of a class it names, a model derived from its denoiser and a
+    second expert (diffusers' SD upscaler, SDXL ControlNet Union, Wan 2.2), or a call requiring an example image,
+    was counted with "needs the component(s)" / "requires the input(s)", never checked; the census now makes them
+    from the sibling's (census.generated_components, census.generated_inputs), each per-step sync caught at its
+    line, the clean twin passing, the row's note naming what was made."""
+    from pytest_nosync.census.outcomes import Coverage
+    from pytest_nosync.findings import Report
+    from tests.twins import loop_pipeline
+
+    made, clean = untested_pipelines.MadeComponentsLoopPipeline, untested_pipelines.CleanMadeComponentsLoopPipeline
+    example = untested_pipelines.ExampleLoopPipeline
+    family = (untested_pipelines.LoopPipeline, made, clean, example)
+    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=2)
+    line = untested_pipelines.line_of("syncs per step, with made components", made)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    early = loop_pipeline.line_of("read before the denoiser")
+    result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{early}*step 0 ×1, step 1 ×1*"])
+    out = result.stdout.str()
+    assert f"FAILED {SIBLING}::MadeComponentsLoopPipeline::nosync[syncs]" in out
+    assert f"FAILED {SIBLING}::ExampleLoopPipeline::nosync[syncs]" in out
+    assert "nosync: 4 of 4 exported pipeline classes checked (3 through a sibling tester)" in out, out
+    doc = json.loads((pytester.path / "report.json").read_text())
+    rows = table.rows([Report.from_dict(t) for t in doc["tests"]], Coverage.from_dict(doc["census"]))
+    notes = {row.pipeline: row.note for row in rows}
+    built = (
+        "built with generated component(s) low_res_scheduler: DDPMScheduler of its default config; controlnet: "
+        "DerivedDenoiser.from_transformer(the sibling's transformer); transformer_2: a second Denoiser of the "
+        "sibling's transformer's config"
+    )
+    assert notes["MadeComponentsLoopPipeline"] == notes["CleanMadeComponentsLoopPipeline"] == built
+    assert notes["ExampleLoopPipeline"] == "checked with generated input(s) example_image"
+
+
+def test_a_siblings_scheduler_of_another_class_is_replaced_only_where_the_class_raised_with_it() -> None:
+    """A class naming its own scheduler class keeps the sibling's of another class (most run with it); the annotated
+    one is made only when asked (census.untested asks after a raise), of its default config; a scheduler the class
+    lacks is made from the sibling's config where that is a diffusers scheduler."""
+    from diffusers import DDIMScheduler, DDPMScheduler, PNDMScheduler
+
+    from pytest_nosync.census import generated_components
+
+    Upscaling = untested_pipelines.TwoSchedulersPipeline
+    given = {"scheduler": DDIMScheduler(num_train_timesteps=40)}
+    made = generated_components.generated(Upscaling, given)
+    assert list(made) == ["low_res_scheduler"]
+    scheduler, how = made["low_res_scheduler"]
+    assert isinstance(scheduler, DDPMScheduler) and scheduler.config.num_train_timesteps == 40
+    assert how == "DDPMScheduler from the sibling scheduler's config"
+    replaced = generated_components.generated(Upscaling, given, replace_schedulers=True)
+    assert isinstance(replaced["scheduler"][0], PNDMScheduler)
+    assert replaced["scheduler"][1] == "PNDMScheduler of its default config"
+    assert generated_components.makeable(Upscaling, "low_res_scheduler", untested_pipelines.LoopPipeline)
+    assert not generated_components.makeable(Upscaling, "low_res_scheduler", type("NoScheduler", (), {}))

@@ -7,6 +7,7 @@ import inspect
 
 import PIL.Image
 import torch
+from diffusers import DDPMScheduler, PNDMScheduler
 from diffusers.utils import deprecate
 
 from pytest_nosync.census.untested import Exported, deprecated_reason
@@ -126,3 +127,58 @@ class CleanInpaintLoopPipeline(LoopPipeline):
         if mask_image is None:
             raise ValueError("Input is in incorrect format")
         return super().__call__(latents, num_inference_steps=num_inference_steps)
+
+
+class DerivedDenoiser(Denoiser):
+    """A model diffusers would derive from the pipeline's denoiser, as a ControlNet from its UNet (`from_unet`)."""
+
+    @classmethod
+    def from_transformer(cls, transformer: Denoiser) -> DerivedDenoiser:
+        return cls(width=transformer.config.width)
+
+
+class MadeComponentsLoopPipeline(LoopPipeline):
+    """Requires three components the loop's tester does not build: a second scheduler of a class it names, a model
+    derived from its denoiser and a second expert of the denoiser's class (the census makes them), and reads the
+    timestep on the host in every step."""
+
+    def __init__(
+        self,
+        transformer: Denoiser,
+        scheduler: Scheduler,
+        low_res_scheduler: DDPMScheduler,
+        controlnet: DerivedDenoiser,
+        transformer_2: Denoiser,
+    ) -> None:
+        super().__init__(transformer, scheduler)
+        self.register_modules(low_res_scheduler=low_res_scheduler, controlnet=controlnet, transformer_2=transformer_2)
+
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
+        latents = self.controlnet(self.transformer_2(latents)) * float(t)  # twin: syncs per step, with made components
+        return self.scheduler.step(self.transformer(latents), t, latents)
+
+
+class CleanMadeComponentsLoopPipeline(MadeComponentsLoopPipeline):
+    """The same components, a loop that stays on the device."""
+
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
+        latents = self.controlnet(self.transformer_2(latents)) * t
+        return self.scheduler.step(self.transformer(latents), t, latents)
+
+
+class ExampleLoopPipeline(LoopPipeline):
+    """Its call requires an example image, which the loop's tester does not give (the census generates one), and
+    reads the timestep on the host in every step."""
+
+    def __call__(  # type: ignore[override]
+        self, latents: torch.Tensor, example_image: PIL.Image.Image, num_inference_steps: int = 3
+    ) -> torch.Tensor:
+        return super().__call__(latents, num_inference_steps=num_inference_steps, read_early=True)  # twin: example
+
+
+class TwoSchedulersPipeline(LoopPipeline):
+    """Names its scheduler's class (PNDM) and a second scheduler's (DDPM), as diffusers' SD upscaler does."""
+
+    def __init__(self, transformer: Denoiser, scheduler: PNDMScheduler, low_res_scheduler: DDPMScheduler) -> None:
+        super().__init__(transformer, scheduler)  # type: ignore[arg-type]
+        self.register_modules(low_res_scheduler=low_res_scheduler)

@@ -1,0 +1,143 @@
+"""Components an untested class's `__init__` requires that its sibling tester does not give (or gives of a class it
+does not take), made from what the sibling gives, by the component's annotation, never per pipeline class
+(census.untested builds the class with them, and its row says which were made and how).
+
+`generated(pipeline_class, given)` makes, for each such component:
+
+- a **scheduler** the annotation names a class of: one the sibling lacks (`low_res_scheduler: DDPMScheduler`,
+  `inverse_scheduler: DDIMInverseScheduler`) from the sibling scheduler's config, as diffusers' users add one
+  (`Scheduler.from_config(pipe.scheduler.config)`), or of its default config where the sibling's is no diffusers
+  scheduler; one the sibling gives of another class (`scheduler:
+  PNDMScheduler` where the sibling's is a consistency model's), where the class raised with the sibling's, of the
+  annotated class's default config, the sibling's being written for another kind of schedule;
+- a **model diffusers derives from one the sibling gives**: the annotated class's own `from_unet(unet)` /
+  `from_transformer(transformer)`, where every other parameter has a default (an SDXL ControlNet Union or a
+  ControlNet-XS adapter from the sibling's UNet), seeded;
+- a **model of the class of one the sibling gives** under another name (`transformer_2` beside `transformer`): that
+  class from the same config, seeded (Wan 2.2's second expert).
+
+A component none of these can make stays missing: the class keeps its reason.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+from diffusers import ModelMixin, SchedulerMixin
+
+SEED = 0
+DERIVING = (("from_unet", "unet"), ("from_transformer", "transformer"))  # diffusers' constructors, and what they take
+
+
+def generated(
+    pipeline_class: type, given: Mapping[str, Any], replace_schedulers: bool = False
+) -> dict[str, tuple[Any, str]]:
+    """The components of `pipeline_class.__init__` that `given` lacks or gives of a model class it does not take,
+    made from `given` (see the module doc): name → (component, how it was made, for the row's note). A scheduler
+    `given` holds of another class than the annotated one is replaced only with `replace_schedulers` (census.untested
+    asks where the class raised with it: most pipelines run with a sibling's scheduler of another class)."""
+    made: dict[str, tuple[Any, str]] = {}
+    for name, (classes, required) in _annotated(pipeline_class).items():
+        present = given.get(name)
+        if present is not None and (not classes or isinstance(present, classes)):
+            continue
+        if present is None and not required:
+            continue
+        if isinstance(present, SchedulerMixin) and not replace_schedulers:
+            continue
+        for maker in (_scheduler, _derived, _same_class):
+            value = maker(name, classes, given)
+            if value is not None:
+                made[name] = value
+                break
+    return made
+
+
+def makeable(pipeline_class: type, name: str, sibling_class: type) -> bool:
+    """Whether `generated` can make `pipeline_class`'s component `name` from the components of a pipeline of
+    `sibling_class` (by their `__init__`s' annotations: a plan chooses siblings before any is built)."""
+    classes, _ = _annotated(pipeline_class).get(name, ((), False))
+    theirs = _annotated(sibling_class)
+    if "scheduler" in theirs and any(issubclass(c, SchedulerMixin) for c in classes):
+        return True
+    if any(
+        source in theirs and callable(getattr(c, constructor, None)) and _takes_one_model(getattr(c, constructor))
+        for c in classes
+        for constructor, source in DERIVING
+    ):
+        return True
+    return any(c in their_classes for c in classes if issubclass(c, ModelMixin) for their_classes, _ in theirs.values())
+
+
+@functools.lru_cache(maxsize=512)
+def _annotated(pipeline_class: type) -> dict[str, tuple[tuple[type, ...], bool]]:
+    """`__init__`'s parameters: name → (the scheduler and model classes its annotation names, required)."""
+    try:
+        parameters = inspect.signature(pipeline_class.__init__).parameters
+        hints = typing.get_type_hints(pipeline_class.__init__)
+    except Exception:  # an annotation that does not resolve names no class to make
+        return {}
+    out = {}
+    for name, parameter in list(parameters.items())[1:]:
+        members = _members(hints.get(name))
+        classes = tuple(m for m in members if inspect.isclass(m) and issubclass(m, (ModelMixin, SchedulerMixin)))
+        out[name] = (classes, parameter.default is inspect.Parameter.empty)
+    return out
+
+
+def _members(hint: Any) -> list[Any]:
+    """A hint's classes, through unions, Optional and the list/tuple forms diffusers annotates models with."""
+    if hint is None:
+        return []
+    arguments = typing.get_args(hint)
+    if not arguments:
+        return [hint]
+    return [member for argument in arguments for member in _members(argument)]
+
+
+def _scheduler(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> tuple[Any, str] | None:
+    wanted = next((c for c in classes if issubclass(c, SchedulerMixin)), None)
+    source = given.get("scheduler")
+    if wanted is None:
+        return None
+    if name in given or not isinstance(source, SchedulerMixin):  # a config written for another kind, or none
+        return wanted(), f"{wanted.__name__} of its default config"
+    return wanted.from_config(source.config), f"{wanted.__name__} from the sibling scheduler's config"
+
+
+def _derived(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> tuple[Any, str] | None:
+    for cls in classes:
+        for constructor, source_name in DERIVING:
+            source = given.get(source_name)
+            method = getattr(cls, constructor, None)
+            if isinstance(source, ModelMixin) and callable(method) and _takes_one_model(method):
+                torch.manual_seed(SEED)
+                try:
+                    return method(source), f"{cls.__name__}.{constructor}(the sibling's {source_name})"
+                except Exception:  # it needs more than the model (ControlNet-XS: a size): the component stays missing
+                    continue
+    return None
+
+
+def _same_class(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> tuple[Any, str] | None:
+    for other, model in given.items():
+        if isinstance(model, ModelMixin) and type(model) in classes:
+            torch.manual_seed(SEED)
+            how = f"a second {type(model).__name__} of the sibling's {other}'s config"
+            return type(model).from_config(model.config), how
+    return None
+
+
+def _takes_one_model(method: Any) -> bool:
+    """Whether a classmethod takes one argument without a default (the model it derives from)."""
+    try:
+        parameters = list(inspect.signature(method).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in parameters if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+    return len(required) == 1
