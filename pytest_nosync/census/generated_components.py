@@ -7,30 +7,38 @@ does not take), made from what the sibling gives, by the component's annotation,
 - a **scheduler** the annotation names a class of: one the sibling lacks (`low_res_scheduler: DDPMScheduler`,
   `inverse_scheduler: DDIMInverseScheduler`) from the sibling scheduler's config, as diffusers' users add one
   (`Scheduler.from_config(pipe.scheduler.config)`), or of its default config where the sibling's is no diffusers
-  scheduler; one the sibling gives of another class (`scheduler:
-  PNDMScheduler` where the sibling's is a consistency model's), where the class raised with the sibling's, of the
-  annotated class's default config, the sibling's being written for another kind of schedule;
+  scheduler; one the sibling gives of another class (`scheduler: PNDMScheduler` where the sibling's is a consistency
+  model's), where the class raised with the sibling's, of the annotated class's default config, the sibling's being
+  written for another kind of schedule;
 - a **model diffusers derives from one the sibling gives**: the annotated class's own `from_unet(unet)` /
-  `from_transformer(transformer)`, where every other parameter has a default (an SDXL ControlNet Union or a
-  ControlNet-XS adapter from the sibling's UNet), seeded;
+  `from_transformer(transformer)`, where every other parameter has a default (an SDXL ControlNet Union from the
+  sibling's UNet), those the sibling's component of that name (of another class: its ControlNet) has in its config
+  passed on (the conditioning embedding's channels), seeded, then resized where its class keeps sizes of the released
+  checkpoint (census.tiny_models);
 - a **model of the class of one the sibling gives** under another name (`transformer_2` beside `transformer`): that
   class from the same config, seeded (Wan 2.2's second expert).
 
-A component none of these can make stays missing: the class keeps its reason.
+A component none of these can make stays missing: the class keeps its reason. Every model is built seeded, the run's
+own random stream left as it was. A class requiring an ONNX Runtime model (`onnx_components`) is built from nothing:
+its models run on ONNX Runtime, not torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
 from diffusers import ModelMixin, SchedulerMixin
 
+from .tiny_models import resized
+
 SEED = 0
+ONNX = "OnnxRuntimeModel"  # diffusers' wrapper of an ONNX Runtime session
 DERIVING = (("from_unet", "unet"), ("from_transformer", "transformer"))  # diffusers' constructors, and what they take
 
 
@@ -116,21 +124,45 @@ def _derived(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> 
             source = given.get(source_name)
             method = getattr(cls, constructor, None)
             if isinstance(source, ModelMixin) and callable(method) and _takes_one_model(method):
-                torch.manual_seed(SEED)
+                config = getattr(given.get(name), "config", {})  # the sibling's own `name`, of another class
+                kwargs = {p: config[p] for p in list(inspect.signature(method).parameters)[1:] if p in config}
                 try:
-                    return method(source), f"{cls.__name__}.{constructor}(the sibling's {source_name})"
+                    with _seeded():
+                        model = resized(method(source, **kwargs))
                 except Exception:  # it needs more than the model (ControlNet-XS: a size): the component stays missing
                     continue
+                return model, f"{cls.__name__}.{constructor}(the sibling's {source_name})"
     return None
 
 
 def _same_class(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> tuple[Any, str] | None:
     for other, model in given.items():
         if isinstance(model, ModelMixin) and type(model) in classes:
-            torch.manual_seed(SEED)
+            with _seeded():
+                copy = type(model).from_config(model.config)
             how = f"a second {type(model).__name__} of the sibling's {other}'s config"
-            return type(model).from_config(model.config), how
+            return copy, how
     return None
+
+
+@contextlib.contextmanager
+def _seeded() -> Iterator[None]:
+    """The same weights every build, the run's own random stream left as it was."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(SEED)
+        yield
+
+
+def onnx_components(pipeline_class: type) -> list[str]:
+    """The components `pipeline_class.__init__` requires of ONNX Runtime's model class (by its name: a placeholder
+    where onnxruntime is missing), which the census neither builds nor checks: their forward is no torch code."""
+    try:
+        parameters = inspect.signature(pipeline_class.__init__).parameters
+        hints = typing.get_type_hints(pipeline_class.__init__)
+    except Exception:  # an annotation that does not resolve names no ONNX model
+        return []
+    required = [name for name, parameter in parameters.items() if parameter.default is inspect.Parameter.empty]
+    return [name for name in required if getattr(hints.get(name), "__name__", "") == ONNX]
 
 
 def _takes_one_model(method: Any) -> bool:

@@ -45,7 +45,7 @@ from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from .generated_components import generated as generated_components
-from .generated_components import makeable
+from .generated_components import makeable, onnx_components
 from .generated_inputs import generated, knows
 from .outcomes import tested_class_name
 from .testers import (
@@ -490,6 +490,9 @@ class UntestedTester(Tester):
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""
+        onnx = onnx_components(self.pipeline_class)
+        if onnx:  # no sibling's torch model stands in for an ONNX Runtime session, nor is one built
+            raise NotDrivable(f"its model(s) {', '.join(onnx)} run on ONNX Runtime, not torch: nothing to check")
         required = [name for name, needed in _init_parameters(self.pipeline_class).items() if needed]
         missing = [name for name in required if name not in components]
         if missing:

@@ -484,3 +484,62 @@ def test_a_siblings_scheduler_of_another_class_is_replaced_only_where_the_class_
     assert replaced["scheduler"][1] == "PNDMScheduler of its default config"
     assert generated_components.makeable(Upscaling, "low_res_scheduler", untested_pipelines.LoopPipeline)
     assert not generated_components.makeable(Upscaling, "low_res_scheduler", type("NoScheduler", (), {}))
+
+
+def test_a_class_requiring_an_onnx_runtime_model_is_counted_with_why_nothing_built(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """diffusers' ONNX Stable Diffusion classes run their models on ONNX Runtime: no sibling's torch model stands in
+    for one, nor is one made; the class is counted with that reason, never passed."""
+    family = (untested_pipelines.LoopPipeline, untested_pipelines.OnnxLoopPipeline)
+    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1, skipped=1)
+    assert "its model(s) transformer run on ONNX Runtime, not torch: nothing to check" in result.stdout.str()
+
+
+def test_made_models_are_seeded_the_runs_random_stream_untouched_and_a_union_controlnet_sized_to_its_unet() -> None:
+    """The same weights every build, the global RNG as it was; diffusers' ControlNetUnionModel.from_unet keeps its
+    control-type transformer at SDXL's 320 channels, which a tester's tiny UNet (32) does not match: resized to the
+    UNet's first block (census.tiny_models), its forward runs."""
+    import torch
+    from diffusers import ControlNetUnionModel, UNet2DConditionModel
+
+    from pytest_nosync.census import generated_components
+
+    made = untested_pipelines.MadeComponentsLoopPipeline
+    given = {"transformer": untested_pipelines.Denoiser(), "scheduler": untested_pipelines.Scheduler()}
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    first = generated_components.generated(made, given)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    second = generated_components.generated(made, given)
+    assert torch.equal(first["transformer_2"][0].linear.weight, second["transformer_2"][0].linear.weight)
+
+    class Union:
+        def __init__(self, unet: UNet2DConditionModel, controlnet: ControlNetUnionModel) -> None: ...
+
+    unet = UNet2DConditionModel(
+        block_out_channels=(32, 64),
+        layers_per_block=1,
+        sample_size=16,
+        in_channels=4,
+        out_channels=4,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=64,
+        attention_head_dim=(2, 4),
+        norm_num_groups=8,
+        addition_embed_type="text_time",
+        addition_time_embed_dim=8,
+        projection_class_embeddings_input_dim=80,
+        transformer_layers_per_block=(1, 2),
+    )  # fmt: skip  (an SDXL UNet as diffusers' ControlNet SDXL testers build it)
+    Union.__init__.__annotations__ = {"unet": UNet2DConditionModel, "controlnet": ControlNetUnionModel}
+    controlnet, how = generated_components.generated(Union, {"unet": unet})["controlnet"]
+    assert how == "ControlNetUnionModel.from_unet(the sibling's unet)"
+    assert controlnet.config.num_trans_channel == controlnet.config.num_proj_channel == 32
+    assert ControlNetUnionModel.from_unet(unet).config.num_trans_channel == 320  # diffusers' own, unsized

@@ -7,7 +7,7 @@ import inspect
 
 import PIL.Image
 import torch
-from diffusers import DDPMScheduler, PNDMScheduler
+from diffusers import DDPMScheduler, OnnxRuntimeModel, PNDMScheduler
 from diffusers.utils import deprecate
 
 from pytest_nosync.census.untested import Exported, deprecated_reason
@@ -182,3 +182,10 @@ class TwoSchedulersPipeline(LoopPipeline):
     def __init__(self, transformer: Denoiser, scheduler: PNDMScheduler, low_res_scheduler: DDPMScheduler) -> None:
         super().__init__(transformer, scheduler)  # type: ignore[arg-type]
         self.register_modules(low_res_scheduler=low_res_scheduler)
+
+
+class OnnxLoopPipeline(LoopPipeline):
+    """Requires an ONNX Runtime model (as diffusers' ONNX Stable Diffusion classes): not built, counted with why."""
+
+    def __init__(self, transformer: OnnxRuntimeModel, scheduler: Scheduler) -> None:
+        super().__init__(transformer, scheduler)  # type: ignore[arg-type]
