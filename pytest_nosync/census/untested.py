@@ -44,6 +44,7 @@ from .. import attribution
 from ..source_identity import short_place
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
+from .diffusers_bugs import own_bug
 from .generated_components import generated as generated_components
 from .generated_components import makeable, onnx_components
 from .generated_inputs import generated, knows
@@ -460,7 +461,9 @@ class UntestedTester(Tester):
         also = f" and the input(s) {', '.join(made)} generated from them" if made else ""
         also += f", the component(s) {', '.join(built)} made from its components" if built else ""
         why = f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that fits), "
-        raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {_raise_site(exc)}"))
+        site = _raise_site(exc)
+        bug = f" ({own_bug(exc, site)})" if own_bug(exc, site) else ""  # verified at diffusers' line: said so
+        raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {site}{bug}"))
 
     def _schedulers_to_replace(self) -> bool:
         """Whether the sibling gives a scheduler of another class than the one the class's `__init__` names."""
