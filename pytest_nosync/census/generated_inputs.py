@@ -12,8 +12,9 @@ from gets one of them), a reference waveform (`audio`: a tensor of its duration 
 channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle half), and the kind of
 control a union ControlNet applies to its control image (`control_mode`: the first, 0); an edit's `source_prompt`
 (the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an `example_image` (as an
-image). Required inputs too, where a maker knows them (a `__call__` requiring a mask). All seeded: the same inputs
-every call and run.
+image), two step indices counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where
+their defaults assume 50 steps). Required inputs too, where a maker knows them (a `__call__` requiring a mask). All
+seeded: the same inputs every call and run.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ VIDEOS = ("video", "control_video")
 VIDEO_MASKS = ("mask_video",)
 AUDIO = ("audio",)
 SPANS = {"mask_start_seconds": 0.25, "mask_end_seconds": 0.75}  # a share of the sibling's duration
+STEP_INDICES = {"t0": 2, "t1": 1}  # counted back from the sibling's num_inference_steps
 
 
 def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict[str, Any]:
@@ -184,6 +186,14 @@ def _span(share: float) -> Callable[[str, Mapping[str, Any], Any], float | None]
     return make
 
 
+def _step_index(back: int) -> Callable[[str, Mapping[str, Any], Any], int | None]:
+    def make(annotation: str, given: Mapping[str, Any], pipe: Any) -> int | None:
+        steps = given.get("num_inference_steps")
+        return steps - back if isinstance(steps, int) and steps >= 2 and _takes(annotation, "int") else None
+
+    return make
+
+
 _MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
     **dict.fromkeys(IMAGES, _image),
     **dict.fromkeys(MASKS, _mask),
@@ -194,4 +204,5 @@ _MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
     "control_mode": _control_mode,
     "source_prompt": _source_prompt,
     "token_indices": _token_indices,
+    **{name: _step_index(back) for name, back in STEP_INDICES.items()},
 }

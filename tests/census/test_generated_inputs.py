@@ -87,3 +87,13 @@ class ImageOrVideo:
 def test_a_class_starting_from_an_image_or_a_video_gets_one_of_them() -> None:
     assert sorted(generated(ImageOrVideo, {"prompt": "p", "num_frames": 3}, pipe=None)) == ["video"]
     assert sorted(generated(ImageOrVideo, {"prompt": "p"}, pipe=None)) == ["image"]
+
+
+class FromStepToStep:
+    def __call__(self, prompt: str, num_inference_steps: int = 50, t0: int = 44, t1: int = 47) -> None: ...
+
+
+def test_step_indices_whose_defaults_assume_fifty_steps_are_the_siblings_last_two_and_none_below_two_steps() -> None:
+    assert generated(FromStepToStep, {"prompt": "p", "num_inference_steps": 3}, pipe=None) == {"t0": 1, "t1": 2}
+    assert generated(FromStepToStep, {"prompt": "p", "num_inference_steps": 1}, pipe=None) == {}
+    assert generated(FromStepToStep, {"prompt": "p"}, pipe=None) == {}
