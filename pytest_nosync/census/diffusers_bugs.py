@@ -23,6 +23,11 @@ VERIFIED = (
         "its __init__ calls deprecate() with a removal version diffusers' own version has passed",
     ),
     OwnBug(
+        "pipeline_chroma_inpainting.py",
+        "object has no attribute 'guidance_embeds'",
+        "it reads transformer.config.guidance_embeds, which the ChromaTransformer2DModel its __init__ names has not",
+    ),
+    OwnBug(
         "pipeline_easyanimate_control.py",
         "unexpected keyword argument 'text_encoder_index'",
         "its __call__ passes encode_prompt() an argument encode_prompt does not take",

@@ -24,3 +24,9 @@ def test_the_same_message_elsewhere_or_another_raise_of_that_file_is_not_called_
     assert own_bug(TypeError(message), at).startswith("diffusers' own bug")
     assert own_bug(TypeError(message), "tests/twins/untested_pipelines.py:12") == ""
     assert own_bug(ValueError("mask_image must be given"), at) == ""
+
+
+def test_chroma_inpaints_missing_config_field_is_diffusers_own_only_at_its_line() -> None:
+    exc = AttributeError("'FrozenDict' object has no attribute 'guidance_embeds'")
+    assert own_bug(exc, "diffusers/pipelines/chroma/pipeline_chroma_inpainting.py:1060").startswith("diffusers'")
+    assert own_bug(exc, "diffusers/pipelines/flux/pipeline_flux.py:900") == ""
