@@ -39,7 +39,9 @@ def scheduler_order(pipe: Any) -> int:
     scheduler = getattr(pipe, "scheduler", None)
     config = getattr(scheduler, "config", None)
     order = int(getattr(config, "solver_order", None) or getattr(scheduler, "order", 1) or 1)
-    keeps_history = any(isinstance(value, list) for value in vars(scheduler).values()) if scheduler else False
+    # `is not None`: a scheduler's truth is its __len__, which Wuerstchen's DDPM scheduler cannot answer (its config
+    # lacks num_train_timesteps): Stable Cascade's growth checks raised here on the H200
+    keeps_history = any(isinstance(v, list) for v in vars(scheduler).values()) if scheduler is not None else False
     return max(order, HISTORY_STEPS) if keeps_history else order
 
 

@@ -25,3 +25,14 @@ def test_a_check_that_needs_a_gpu_is_a_usage_error_on_another_backend() -> None:
     with pytest.raises(pytest.UsageError, match=r"cudagraphs needs a GPU \(CUDA graphs capture device work\), and the "
                        r"run's backend is emulate"):  # fmt: skip
         check_pipeline_checks(Settings(backend="emulate", pipeline_checks=("syncs", "cudagraphs")))
+
+
+def test_a_scheduler_whose_length_cannot_be_read_is_planned_as_any_other() -> None:
+    """Bug twin: diffusers' DDPMWuerstchenScheduler has a __len__ its config cannot answer (no num_train_timesteps):
+    `if scheduler` asked it, and Stable Cascade's three growth checks raised in the plan, a traceback on the H200."""
+    from diffusers import DDPMWuerstchenScheduler
+
+    scheduler = DDPMWuerstchenScheduler()
+    with pytest.raises(AttributeError):
+        len(scheduler)
+    assert plan("alloc_growth", SimpleNamespace(scheduler=scheduler), 2) == (3, 1)
