@@ -32,7 +32,7 @@ class AllowEntry:
 
 def where_matches(pattern: str, where: Location) -> bool:
     """Match `pattern` (file[:line|:*|:a-b], globs allowed) against a finding's place."""
-    filename, line = where.file, str(where.line or "")
+    filename, line = where.file, ("" if where.line is None else str(where.line))  # 0: a place without a line
     suffix = _LINE_SUFFIX.search(pattern)
     file_pattern = pattern[: suffix.start()] if suffix else pattern
     if suffix:
