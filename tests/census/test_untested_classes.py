@@ -44,6 +44,33 @@ SIBLING = "test_loop.py::TestLoop"
 CENSUS_EXPORTS = untested.census_exports  # the module's own, which the fixture below stands in for
 
 
+EMULATED_SYNCS = (
+    "-m",
+    "gpu",
+    "--nosync",
+    "--nosync-backend=emulate",
+    "-k",
+    "nosync and syncs",
+    "-p",
+    "no:cacheprovider",
+)
+
+
+def _census_with_exports(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, entries: list[untested.Exported], *args: str
+) -> pytest.RunResult:
+    """The loop's tester module checked for syncs under the emulation, `entries` standing for what diffusers
+    exports."""
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
+    pytester.makepyfile(test_loop=TESTER)
+    return pytester.runpytest(*EMULATED_SYNCS, *args)
+
+
+def _loop_family(*classes: type) -> list[untested.Exported]:
+    """Classes of the loop's family, as diffusers would export them."""
+    return [untested.Exported(cls.__name__, "loop", cls) for cls in classes]
+
+
 @pytest.fixture(autouse=True)
 def _exports(monkeypatch: pytest.MonkeyPatch) -> None:
     """The twins' family is what the installed diffusers exports in these runs."""
@@ -303,11 +330,7 @@ def test_an_optional_input_a_class_needs_is_generated_from_the_siblings_its_loop
 
     inpaint, clean = untested_pipelines.InpaintLoopPipeline, untested_pipelines.CleanInpaintLoopPipeline
     family = (untested_pipelines.LoopPipeline, inpaint, clean)
-    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
-    pytester.makepyfile(test_loop=TESTER)
-    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
-    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result = _census_with_exports(pytester, monkeypatch, _loop_family(*family), "--nosync-report=report.json")
     result.assert_outcomes(passed=2, failed=1)
     line = untested_pipelines.line_of("syncs per step, given a generated mask", inpaint)
     result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
@@ -342,10 +365,7 @@ def test_a_class_of_a_family_no_tester_tests_is_checked_through_another_familys_
         untested.Exported("CleanLoopPipeline", "orphan", u.CleanLoopPipeline),
         untested.Exported("OtherModelPipeline", "deprecated", u.OtherModelPipeline, deprecated=DEPRECATED),
     ]
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
-    pytester.makepyfile(test_loop=TESTER)
-    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
-    result = pytester.runpytest(*args)
+    result = _census_with_exports(pytester, monkeypatch, entries)
     result.assert_outcomes(passed=2, failed=1)
     out = result.stdout.str()
     line = untested_pipelines.line_of("syncs per step", untested_pipelines.SyncingLoopPipeline)
@@ -438,11 +458,7 @@ def test_components_and_required_inputs_no_sibling_gives_are_made_its_loop_check
     made, clean = untested_pipelines.MadeComponentsLoopPipeline, untested_pipelines.CleanMadeComponentsLoopPipeline
     example = untested_pipelines.ExampleLoopPipeline
     family = (untested_pipelines.LoopPipeline, made, clean, example)
-    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
-    pytester.makepyfile(test_loop=TESTER)
-    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
-    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result = _census_with_exports(pytester, monkeypatch, _loop_family(*family), "--nosync-report=report.json")
     result.assert_outcomes(passed=2, failed=2)
     line = untested_pipelines.line_of("syncs per step, with made components", made)
     result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
@@ -492,11 +508,7 @@ def test_a_class_requiring_an_onnx_runtime_model_is_counted_with_why_nothing_bui
     """diffusers' ONNX Stable Diffusion classes run their models on ONNX Runtime: no sibling's torch model stands in
     for one, nor is one made; the class is counted with that reason, never passed."""
     family = (untested_pipelines.LoopPipeline, untested_pipelines.OnnxLoopPipeline)
-    entries = [untested.Exported(cls.__name__, "loop", cls) for cls in family]
-    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: entries)
-    pytester.makepyfile(test_loop=TESTER)
-    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
-    result = pytester.runpytest(*args)
+    result = _census_with_exports(pytester, monkeypatch, _loop_family(*family))
     result.assert_outcomes(passed=1, skipped=1)
     assert "its model(s) transformer run on ONNX Runtime, not torch: nothing to check" in result.stdout.str()
 
