@@ -57,13 +57,25 @@ def generated(
         if present is None and not required:
             continue
         if isinstance(present, SchedulerMixin) and not replace_schedulers:
-            continue
+            continue  # schedulers_to_replace names it
         for maker in (_scheduler, _derived, _same_class):
             value = maker(name, classes, given)
             if value is not None:
                 made[name] = value
                 break
     return made
+
+
+def schedulers_to_replace(pipeline_class: type, given: Mapping[str, Any]) -> list[str]:
+    """The schedulers `given` holds of another class than the one `pipeline_class.__init__` names (what `generated`
+    replaces only with `replace_schedulers`), by annotation alone: nothing built."""
+    return [
+        name
+        for name, (classes, _) in _annotated(pipeline_class).items()
+        if isinstance(given.get(name), SchedulerMixin)
+        and any(issubclass(c, SchedulerMixin) for c in classes)
+        and not isinstance(given[name], classes)
+    ]
 
 
 def makeable(pipeline_class: type, name: str, sibling_class: type) -> bool:
@@ -83,19 +95,28 @@ def makeable(pipeline_class: type, name: str, sibling_class: type) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def _annotated(pipeline_class: type) -> dict[str, tuple[tuple[type, ...], bool]]:
-    """`__init__`'s parameters: name → (the scheduler and model classes its annotation names, required)."""
+def _init_hints(pipeline_class: type) -> dict[str, tuple[Any, bool]]:
+    """`__init__`'s parameters after `self`: name → (its resolved annotation or None, required); empty where an
+    annotation does not resolve (it names no class to make)."""
     try:
         parameters = inspect.signature(pipeline_class.__init__).parameters
         hints = typing.get_type_hints(pipeline_class.__init__)
-    except Exception:  # an annotation that does not resolve names no class to make
+    except Exception:
         return {}
-    out = {}
-    for name, parameter in list(parameters.items())[1:]:
-        members = _members(hints.get(name))
-        classes = tuple(m for m in members if inspect.isclass(m) and issubclass(m, (ModelMixin, SchedulerMixin)))
-        out[name] = (classes, parameter.default is inspect.Parameter.empty)
-    return out
+    return {
+        name: (hints.get(name), parameter.default is inspect.Parameter.empty)
+        for name, parameter in list(parameters.items())[1:]
+    }
+
+
+@functools.lru_cache(maxsize=512)
+def _annotated(pipeline_class: type) -> dict[str, tuple[tuple[type, ...], bool]]:
+    """`__init__`'s parameters: name → (the scheduler and model classes its annotation names, required)."""
+    return {
+        name: (tuple(m for m in _members(hint) if inspect.isclass(m) and issubclass(m, (ModelMixin, SchedulerMixin))),
+               required)
+        for name, (hint, required) in _init_hints(pipeline_class).items()
+    }  # fmt: skip
 
 
 def _members(hint: Any) -> list[Any]:
@@ -156,13 +177,11 @@ def _seeded() -> Iterator[None]:
 def onnx_components(pipeline_class: type) -> list[str]:
     """The components `pipeline_class.__init__` requires of ONNX Runtime's model class (by its name: a placeholder
     where onnxruntime is missing), which the census neither builds nor checks: their forward is no torch code."""
-    try:
-        parameters = inspect.signature(pipeline_class.__init__).parameters
-        hints = typing.get_type_hints(pipeline_class.__init__)
-    except Exception:  # an annotation that does not resolve names no ONNX model
-        return []
-    required = [name for name, parameter in parameters.items() if parameter.default is inspect.Parameter.empty]
-    return [name for name in required if getattr(hints.get(name), "__name__", "") == ONNX]
+    return [
+        name
+        for name, (hint, required) in _init_hints(pipeline_class).items()
+        if required and getattr(hint, "__name__", "") == ONNX
+    ]
 
 
 def _takes_one_model(method: Any) -> bool:

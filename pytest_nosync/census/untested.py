@@ -46,7 +46,7 @@ from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from .diffusers_bugs import own_bug
 from .generated_components import generated as generated_components
-from .generated_components import makeable, onnx_components
+from .generated_components import makeable, onnx_components, schedulers_to_replace
 from .generated_inputs import generated, knows
 from .outcomes import tested_class_name
 from .testers import (
@@ -395,6 +395,7 @@ class UntestedTester(Tester):
         self.generated: tuple[str, ...] = ()  # the inputs generated for each call (census.generated_inputs)
         self.made_components: dict[str, str] = {}  # the components made for it: name → how
         self._replace_schedulers = False  # a sibling's scheduler of another class than the annotated one replaced
+        self._replaceable: list[str] = []  # the sibling's schedulers of such a class, as its last components held
 
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
@@ -406,6 +407,7 @@ class UntestedTester(Tester):
         given = super().components()
         made = generated_components(self.pipeline_class, given, self._replace_schedulers)
         self.made_components = {name: how for name, (_, how) in made.items()}
+        self._replaceable = schedulers_to_replace(self.pipeline_class, given)
         return self._taken({**given, **{name: value for name, (value, _) in made.items()}})
 
     def build(self, device: torch.device, dtype: torch.dtype) -> Any:
@@ -423,6 +425,10 @@ class UntestedTester(Tester):
 
     def _choose(self, device: torch.device, dtype: torch.dtype) -> Any:
         """The first fitting sibling with which a plain call returns (see the class doc), and its pipeline."""
+        onnx = onnx_components(self.pipeline_class)
+        if onnx:  # no sibling's torch model stands in for an ONNX Runtime session, nor is one built
+            reason = f"its model(s) {', '.join(onnx)} run on ONNX Runtime, not torch: nothing to check"
+            raise NotDrivable(with_deprecation(self.untested.deprecated, reason))
         lacks, fitting, raised = [], [], []
         for sibling in self.untested.siblings:
             self._use(sibling)
@@ -443,7 +449,7 @@ class UntestedTester(Tester):
                 self.generated = tuple(generated(self.pipeline_class, given, pipe))
                 if self.generated:  # a fresh pipeline: the raise may have left state behind
                     pipe, exc = self._plain_call(self.components(), device, dtype)
-            if exc is not None and self._schedulers_to_replace():  # its own class of scheduler
+            if exc is not None and self._replaceable:  # its own class of scheduler
                 self._replace_schedulers = True
                 pipe, exc = self._plain_call(self.components(), device, dtype)
             if exc is not None:  # the next sibling is tried
@@ -462,15 +468,9 @@ class UntestedTester(Tester):
         also += f", the component(s) {', '.join(built)} made from its components" if built else ""
         why = f"with the inputs of its sibling {sibling.__qualname__}{also} (and of every other that fits), "
         site = _raise_site(exc)
-        bug = f" ({own_bug(exc, site)})" if own_bug(exc, site) else ""  # verified at diffusers' line: said so
+        bug = own_bug(exc, site)  # verified at diffusers' line: said so
+        bug = f" ({bug})" if bug else ""
         raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {site}{bug}"))
-
-    def _schedulers_to_replace(self) -> bool:
-        """Whether the sibling gives a scheduler of another class than the one the class's `__init__` names."""
-        given = Tester.components(self)
-        return set(generated_components(self.pipeline_class, given, True)) > set(
-            generated_components(self.pipeline_class, given, False)
-        )
 
     def _plain_call(self, components: dict[str, Any], device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
         """The class built from `components` and called once with the current inputs: (pipeline or None, its raise
@@ -493,9 +493,6 @@ class UntestedTester(Tester):
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""
-        onnx = onnx_components(self.pipeline_class)
-        if onnx:  # no sibling's torch model stands in for an ONNX Runtime session, nor is one built
-            raise NotDrivable(f"its model(s) {', '.join(onnx)} run on ONNX Runtime, not torch: nothing to check")
         required = [name for name, needed in _init_parameters(self.pipeline_class).items() if needed]
         missing = [name for name in required if name not in components]
         if missing:
