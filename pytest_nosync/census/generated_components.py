@@ -7,9 +7,9 @@ does not take), made from what the sibling gives, by the component's annotation,
 - a **scheduler** the annotation names a class of: one the sibling lacks (`low_res_scheduler: DDPMScheduler`,
   `inverse_scheduler: DDIMInverseScheduler`) from the sibling scheduler's config, as diffusers' users add one
   (`Scheduler.from_config(pipe.scheduler.config)`), or of its default config where the sibling's is no diffusers
-  scheduler; one the sibling gives of another class (`scheduler: PNDMScheduler` where the sibling's is a consistency
-  model's), where the class raised with the sibling's, of the annotated class's default config, the sibling's being
-  written for another kind of schedule;
+  scheduler or one whose schedule the class refuses; one the sibling gives of another class (`scheduler:
+  PNDMScheduler` where the sibling's is a consistency model's), where the class raised with the sibling's, of the
+  annotated class's default config, the sibling's being written for another kind of schedule;
 - a **model diffusers derives from one the sibling gives**: the annotated class's own `from_unet(unet)` /
   `from_transformer(transformer)`, where every other parameter has a default (an SDXL ControlNet Union from the
   sibling's UNet), those the sibling's component of that name (of another class: its ControlNet) has in its config
@@ -134,9 +134,13 @@ def _scheduler(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -
     source = given.get("scheduler")
     if wanted is None:
         return None
-    if name in given or not isinstance(source, SchedulerMixin):  # a config written for another kind, or none
-        return wanted(), f"{wanted.__name__} of its default config"
-    return wanted.from_config(source.config), f"{wanted.__name__} from the sibling scheduler's config"
+    if name not in given and isinstance(source, SchedulerMixin):
+        try:
+            return wanted.from_config(source.config), f"{wanted.__name__} from the sibling scheduler's config"
+        except ValueError:  # a schedule the class refuses (UnCLIP's takes squaredcos_cap_v2 only): its own is used
+            pass
+    # a config written for another kind, or none
+    return wanted(), f"{wanted.__name__} of its default config"
 
 
 def _derived(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> tuple[Any, str] | None:

@@ -176,10 +176,17 @@ class Untested:
     siblings: tuple[type, ...]
     deprecated: str = ""
     other_family: bool = False
+    host: type | None = None  # the run's tester its checks are collected under (None: its first sibling)
+    standins: tuple[type, ...] = ()  # those of its siblings that are stand-in testers (census.standin_testers)
 
     @property
     def name(self) -> str:
         return self.pipeline_class.__name__
+
+    @property
+    def parent(self) -> type:
+        """The run's tester class whose node its checks are collected under: its host, else its first sibling."""
+        return self.host or self.siblings[0]
 
 
 @dataclass
@@ -197,12 +204,17 @@ def plan(
     tester_classes: Iterable[type],
     named_elsewhere: Iterable[str] = (),
     modules: Iterable[Path] = (),
+    standins: Iterable[type] = (),
 ) -> Plan:
     """The untested exported classes of `exported`, given the run's `tester_classes` (classic testers: a class with
     `pipeline_class`) and the names of the classes testers outside the run name (`named_elsewhere`: named_in): each
     with its siblings where it can be driven, else its reason. `modules`: the test modules of the whole selection
     where the run holds a part of it (a shard), beside the run's testers' own: a class whose family none of them
-    tests is checked through the one module of another family the whole selection would choose (other_family)."""
+    tests is checked through the one module of another family the whole selection would choose (other_family).
+    `standins`: testers written for families diffusers tests in no module (census.standin_testers). A stand-in of the
+    class itself is its first sibling; those of other classes of its family come after the run's testers (so that a
+    class checked through a tester keeps its row). A class only stand-ins can build is collected under the first
+    tester of the module nearest to it (its host), chosen from the whole selection as another family's module is."""
     testers = [cls for cls in tester_classes if inspect.isclass(inspect.getattr_static(cls, "pipeline_class", None))]
     named = {tested_class_name(inspect.getattr_static(cls, "pipeline_class")) for cls in testers}
     named |= set(named_elsewhere)
@@ -220,21 +232,43 @@ def plan(
         family = [cls for cls in testers
                   if (own := by_name.get(tested_class_name(inspect.getattr_static(cls, "pipeline_class")))) is not None
                   and own.family == entry.family and not own.modular and not own.why_not]  # fmt: skip
+        itself, kin = _standins_of(entry, standins, by_name)
         other_family = not family and entry.family not in tested_families
+        host = None
         if other_family:  # the testers of the one module the whole selection would choose, whichever part runs
-            module, why = _other_family_module(entry, selection, by_name)
+            module, why, hosts_only = _other_family_module(entry, selection, by_name, nearest=bool(itself or kin))
             family = [cls for cls in testers if module is not None and _module_of(cls) == module]
             why = why or f"{OTHER_MODULE_ELSEWHERE} ({module.name if module else ''})"
+            if hosts_only and family:  # the nearest module's testers build nothing of it: its first one hosts
+                host, family = min(family, key=tester_name), []
         else:
             why = NO_SIBLING  # its family's testers are in the selection, not in this part of it: another shard's
-        if not family:
+        if not family and host is None:
             result.reasons[entry.name] = with_deprecation(entry.deprecated, why)
             continue
         ranked = sorted(family, key=lambda cls: _rank(entry.pipeline_class, cls))
+        kin = sorted(kin, key=lambda cls: _rank(entry.pipeline_class, cls))
+        siblings = (*itself, *ranked, *kin)
+        host = host or next(cls for cls in siblings if cls in ranked)  # a stand-in has no node of the run
+        standing_in = (*itself, *kin)
         result.untested.append(
-            Untested(entry.pipeline_class, entry.family, tuple(ranked), entry.deprecated, other_family)
+            Untested(entry.pipeline_class, entry.family, siblings, entry.deprecated, other_family, host, standing_in)
         )
     return result
+
+
+def _standins_of(
+    entry: Exported, standins: Iterable[type], by_name: dict[str, Exported]
+) -> tuple[list[type], list[type]]:
+    """The stand-in testers of `entry` itself, and those of other classes of its family."""
+    itself, kin = [], []
+    for cls in standins:
+        name = tested_class_name(inspect.getattr_static(cls, "pipeline_class"))
+        if name == entry.name:
+            itself.append(cls)
+        elif (own := by_name.get(name)) is not None and own.family == entry.family:
+            kin.append(cls)
+    return itself, kin
 
 
 def with_deprecation(deprecated: str, reason: str) -> str:
@@ -257,11 +291,13 @@ def _selection(testers: Iterable[type], modules: Iterable[Path]) -> dict[Path, s
 
 
 def _other_family_module(
-    entry: Exported, selection: dict[Path, set[str]], by_name: dict[str, Exported]
-) -> tuple[Path | None, str]:
+    entry: Exported, selection: dict[Path, set[str]], by_name: dict[str, Exported], nearest: bool = False
+) -> tuple[Path | None, str, bool]:
     """The test module whose testers check `entry` where the selection tests none of its family: the first (sorted)
     module naming the best-ranked pipeline class of another family that takes every component `entry` requires, of
-    the model classes it names (None, with the nearest one's lack, where none does; NO_SIBLING where none is near)."""
+    the model classes it names (None, with the nearest one's lack, where none does; NO_SIBLING where none is near).
+    `nearest`: where none takes them, the nearest one's module, only to host its checks (stand-ins build it): the
+    third value says so."""
     fitting, near = [], []
     for module, names in selection.items():
         for name in names:
@@ -272,11 +308,13 @@ def _other_family_module(
             lack = _lack_of(entry.pipeline_class, other.pipeline_class)
             (near if lack else fitting).append((rank, module, lack))
     if fitting:
-        return min(fitting)[1], ""
+        return min(fitting)[1], "", False
     if not near:
-        return None, NO_SIBLING
-    rank, _, lack = min(near)
-    return None, f"{NO_SIBLING}, nor one of another family that builds it (the nearest, {rank[1]}, {lack})"
+        return None, NO_SIBLING, False
+    rank, module, lack = min(near)
+    if nearest:
+        return module, "", True
+    return None, f"{NO_SIBLING}, nor one of another family that builds it (the nearest, {rank[1]}, {lack})", False
 
 
 def _lack_of(pipeline: type, other: type) -> str:
@@ -486,10 +524,11 @@ class UntestedTester(Tester):
 
     def _of(self) -> str:
         """Whose siblings: its family's, or (other_family) their module's."""
+        standins = f", nor a stand-in tester of {self.untested.family}," if self.untested.standins else ""
         if not self.untested.other_family:
-            return self.untested.family
-        module = Path(inspect.getfile(self.untested.siblings[0])).name
-        return f"its module {module} (no tester of {self.untested.family})"
+            return f"{self.untested.family}{standins}"
+        module = Path(inspect.getfile(self.untested.parent)).name
+        return f"its module {module} (no tester of {self.untested.family}){standins}"
 
     def _lack(self, components: dict[str, Any]) -> str:
         """What the class requires that these components and the sibling's inputs do not give ("" where nothing)."""

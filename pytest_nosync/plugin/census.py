@@ -169,7 +169,7 @@ class Census:
         if not testers:
             return
         # a census of diffusers' testers only: it imports every pipeline class
-        from ..census import modular_untested, untested
+        from ..census import modular_untested, standin_testers, untested
 
         pipelines = [inspect.getattr_static(cls, "pipeline_class", None) for cls in testers]
         exported = untested.census_exports(filter(inspect.isclass, pipelines), [n.path for n in testers.values()])
@@ -183,9 +183,10 @@ class Census:
         # every test module the paths name, collected or not (a shard's others): each shard chooses another family's
         # sibling module as one run would (census.untested.plan)
         modules = [config.rootpath / m for m in candidate_modules(config)]
-        planned = modular_untested.plan(untested.plan(exported, self._testers, named, modules), self._modular, named)
+        classic = untested.plan(exported, self._testers, named, modules, standin_testers.TESTERS)
+        planned = modular_untested.plan(classic, self._modular, named)
         for entry in planned.untested:
-            parent = UntestedClass.from_parent(testers[entry.siblings[0]], name=entry.name)
+            parent = UntestedClass.from_parent(testers[entry.parent], name=entry.name)
             for item in self._checks(parent, entry):
                 item.extra_keyword_matches.add(ids.UNTESTED)  # `-k untested` selects them
                 if _asked_for(item, config):

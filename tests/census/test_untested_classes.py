@@ -555,3 +555,69 @@ def test_made_models_are_seeded_the_runs_random_stream_untouched_and_a_union_con
     assert how == "ControlNetUnionModel.from_unet(the sibling's unet)"
     assert controlnet.config.num_trans_channel == controlnet.config.num_proj_channel == 32
     assert ControlNetUnionModel.from_unet(unet).config.num_trans_channel == 320  # diffusers' own, unsized
+
+
+def _orphans() -> list[untested.Exported]:
+    u = untested_pipelines
+    return [*_loop_family(u.LoopPipeline), *(untested.Exported(c.__name__, "orphan", c, deprecated=DEPRECATED)
+            for c in (u.OrphanSyncingPipeline, u.OrphanCleanPipeline))]  # fmt: skip
+
+
+def test_a_family_no_module_tests_is_checked_through_its_stand_in_tester_under_the_nearest_module(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A family diffusers tests in no module (its deprecated pipelines), of a model class no tester of the run builds:
+    its classes are checked through a stand-in tester written for it (census.standin_testers), collected under the
+    nearest module's tester; the syncing class caught at its line, its clean sibling passing, the row named by the
+    stand-in."""
+    from pytest_nosync.census import standin_testers
+
+    monkeypatch.setattr(standin_testers, "TESTERS", (untested_pipelines.OrphanStandIn,))
+    result = _census_with_exports(pytester, monkeypatch, _orphans(), "--nosync-report=report.json")
+    result.assert_outcomes(passed=2, failed=1)
+    line = untested_pipelines.line_of("syncs per step", untested_pipelines.SyncingLoopPipeline)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert f"FAILED {SIBLING}::OrphanSyncingPipeline::nosync[syncs]" in result.stdout.str()
+    assert "nosync: 3 of 3 exported pipeline classes checked (2 through a sibling tester, 2 deprecated)" in (
+        result.stdout.str()
+    )
+    doc = json.loads((pytester.path / "report.json").read_text())
+    targets = {t["target"]: t["passed"] for t in doc["tests"]}
+    assert targets == {
+        "test_loop::LoopTesterConfig": True,
+        "untested_pipelines::OrphanStandIn::OrphanSyncingPipeline": False,
+        "untested_pipelines::OrphanStandIn::OrphanCleanPipeline": True,
+    }
+
+
+def test_without_its_stand_in_the_orphan_family_keeps_its_reason(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same run without the stand-in: no tester builds the orphans, counted with that reason, never passed."""
+    from pytest_nosync.census import standin_testers
+
+    monkeypatch.setattr(standin_testers, "TESTERS", ())
+    result = _census_with_exports(pytester, monkeypatch, _orphans())
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*1 of 3 exported pipeline classes checked*", "*2 class(es): deprecated*"])
+
+
+def test_a_stand_in_of_the_class_itself_comes_first_and_a_run_sibling_keeps_its_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in tester of a class goes before the run's testers of its family; those of its family's other classes
+    after them, so that a class a tester builds keeps its row; a class only stand-ins build is hosted by the nearest
+    module's tester."""
+    u = untested_pipelines
+    Tester = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
+
+    class SyncingStandIn(u.OrphanStandIn):
+        pipeline_class = u.SyncingLoopPipeline
+
+    entries = [*_loop_family(u.LoopPipeline, u.SyncingLoopPipeline, u.CleanLoopPipeline), *_orphans()[1:]]
+    planned = untested.plan(entries, [Tester], standins=(SyncingStandIn, u.OrphanStandIn))
+    got = {e.name: (e.siblings, e.parent, e.standins) for e in planned.untested}
+    assert got["SyncingLoopPipeline"] == ((SyncingStandIn, Tester), Tester, (SyncingStandIn,))
+    assert got["CleanLoopPipeline"] == ((Tester, SyncingStandIn), Tester, (SyncingStandIn,))
+    assert got["OrphanSyncingPipeline"] == ((u.OrphanStandIn,), Tester, (u.OrphanStandIn,))
+    assert got["OrphanCleanPipeline"] == ((u.OrphanStandIn,), Tester, (u.OrphanStandIn,))

@@ -189,3 +189,31 @@ class OnnxLoopPipeline(LoopPipeline):
 
     def __init__(self, transformer: OnnxRuntimeModel, scheduler: Scheduler) -> None:
         super().__init__(transformer, scheduler)  # type: ignore[arg-type]
+
+
+class OrphanSyncingPipeline(SyncingLoopPipeline):
+    """A family no tester of the run tests, of a model class no run tester builds: a stand-in tester builds it, and
+    its loop reads the timestep on the host (SyncingLoopPipeline's line)."""
+
+    def __init__(self, transformer: OtherDenoiser, scheduler: Scheduler) -> None:
+        super().__init__(transformer, scheduler)
+
+
+class OrphanCleanPipeline(LoopPipeline):
+    """The clean twin of that family: checked through the other's stand-in tester (its family's), no sync."""
+
+    def __init__(self, transformer: OtherDenoiser, scheduler: Scheduler) -> None:
+        super().__init__(transformer, scheduler)
+
+
+class OrphanStandIn:
+    """A stand-in tester of the orphan family, as census.standin_testers writes one."""
+
+    pipeline_class = OrphanSyncingPipeline
+
+    def get_dummy_components(self) -> dict[str, object]:
+        torch.manual_seed(0)
+        return {"transformer": OtherDenoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}

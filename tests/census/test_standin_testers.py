@@ -1,0 +1,37 @@
+"""The stand-in testers (census.standin_testers) on the installed diffusers: each builds its class from tiny seeded
+models, the same weights every build, and a plain call with its inputs returns; every deprecated family's stand-in
+is of a class diffusers exports."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_nosync.census import standin_testers, untested
+from pytest_nosync.census.testers import Tester
+from pytest_nosync.suite.targets.base import CallContext
+
+
+@pytest.mark.parametrize("standin", standin_testers.TESTERS, ids=lambda cls: cls.__name__)
+def test_each_stand_in_builds_its_class_seeded_and_its_plain_call_returns(standin: type) -> None:
+    tester = Tester(standin)  # as the census drives a sibling
+    first, second = tester.components(), tester.components()
+    models = [name for name, value in first.items() if isinstance(value, torch.nn.Module)]
+    assert models
+    for name in models:
+        for a, b in zip(first[name].state_dict().values(), second[name].state_dict().values(), strict=True):
+            assert torch.equal(a, b), name
+    pipe = tester.build(torch.device("cpu"), torch.float32)
+    pipe.set_progress_bar_config(disable=True)
+    with torch.no_grad():
+        output = pipe(**tester.call_kwargs(pipe, CallContext(torch.device("cpu"), torch.float32)))
+    assert output is not None
+
+
+def test_every_family_module_gives_a_stand_in_of_an_exported_class() -> None:
+    exported = {e.name: e for e in untested.exported_pipelines()}
+    names = {standin.pipeline_class.__name__ for standin in standin_testers.TESTERS}
+    assert len(standin_testers.TESTERS) >= len(standin_testers.FAMILIES)
+    assert names <= set(exported)
+    modules = {standin.__module__.rsplit(".", 1)[-1] for standin in standin_testers.TESTERS}
+    assert modules == set(standin_testers.FAMILIES)
