@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from diffusers import DDIMScheduler, UnCLIPScheduler
 
 from pytest_nosync import ids
 from pytest_nosync.census import table, untested
 from pytest_nosync.census.outcomes import Coverage
 from tests.twins import untested_pipelines
+from tests.twins.loop_pipeline import Denoiser, Scheduler
 
 TESTER = """
 import torch
@@ -500,6 +502,25 @@ def test_a_siblings_scheduler_of_another_class_is_replaced_only_where_the_class_
     assert replaced["scheduler"][1] == "PNDMScheduler of its default config"
     assert generated_components.makeable(Upscaling, "low_res_scheduler", untested_pipelines.LoopPipeline)
     assert not generated_components.makeable(Upscaling, "low_res_scheduler", type("NoScheduler", (), {}))
+
+
+def test_a_scheduler_whose_class_refuses_the_siblings_schedule_is_made_of_its_default_config() -> None:
+    """UnCLIP's scheduler takes one schedule: made from a sibling's scaled-linear config it raised, which took the
+    census item down with a traceback; it is made of its own default config instead (a real diffusers class)."""
+    from pytest_nosync.census import generated_components
+
+    class UnCLIPLoopPipeline(untested_pipelines.LoopPipeline):
+        def __init__(self, transformer: Denoiser, scheduler: Scheduler, super_res_scheduler: UnCLIPScheduler) -> None:
+            super().__init__(transformer, scheduler)
+
+    sibling = DDIMScheduler(beta_schedule="scaled_linear")
+    with pytest.raises(ValueError, match="squaredcos_cap_v2"):
+        UnCLIPScheduler.from_config(sibling.config)
+    made = generated_components.generated(UnCLIPLoopPipeline, {"scheduler": sibling})
+    scheduler, how = made["super_res_scheduler"]
+    assert isinstance(scheduler, UnCLIPScheduler) and how == "UnCLIPScheduler of its default config"
+    linear = generated_components.generated(UnCLIPLoopPipeline, {"scheduler": DDIMScheduler()})
+    assert linear["super_res_scheduler"][1] == "UnCLIPScheduler from the sibling scheduler's config"
 
 
 def test_a_class_requiring_an_onnx_runtime_model_is_counted_with_why_nothing_built(
