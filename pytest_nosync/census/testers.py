@@ -39,7 +39,17 @@ from ..suite.targets.base import CallContext, Target
 from ..suite.targets.registry import assemble
 from .outcomes import tested_class_name
 
-DENOISER_NAMES = ("transformer", "unet", "prior", "decoder", "transformer_2", "prior_prior", "decoder_unet")
+DENOISER_NAMES = (
+    "transformer",
+    "unet",
+    "prior",
+    "decoder",
+    "transformer_2",
+    "prior_prior",
+    "decoder_unet",
+    "super_res_first",  # unCLIP's super-resolution stage: the first UNet in every step but the last
+    "super_res_last",
+)
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
 # (a tester's inputs method, the pipeline method its own tests call with them before the pipeline): LEdits++ edits
 # the image its `invert` inverted, and raises without one

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.census import standin_testers, untested
-from pytest_nosync.census.testers import Tester
+from pytest_nosync.census import standin_testers, testers, untested
+from pytest_nosync.census.testers import NotDrivable, Tester
 from pytest_nosync.suite.targets.base import CallContext
 
 
@@ -35,3 +35,19 @@ def test_every_family_module_gives_a_stand_in_of_an_exported_class() -> None:
     assert names <= set(exported)
     modules = {standin.__module__.rsplit(".", 1)[-1] for standin in standin_testers.TESTERS}
     assert modules == set(standin_testers.FAMILIES)
+
+
+def test_unclips_three_stages_together_are_its_denoiser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """unCLIP runs a prior, a decoder and a super-resolution stage whose first UNet steps all but the last step: no
+    module is called in every step; the four usual names together are (without the super-resolution names, none)."""
+    from pytest_nosync.census.standin_testers.unclip import UnCLIPStandIn
+
+    tester = Tester(UnCLIPStandIn)
+    ctx = CallContext(torch.device("cpu"), torch.float32, steps=2)
+    pipe = tester.build(ctx.device, ctx.dtype)
+    pipe.set_progress_bar_config(disable=True)
+    assert tester.calibrate(pipe, ctx).denoiser == "prior,decoder,super_res_first,super_res_last"
+    without = tuple(n for n in testers.DENOISER_NAMES if not n.startswith("super_res"))
+    monkeypatch.setattr(testers, "DENOISER_NAMES", without)
+    with pytest.raises(NotDrivable, match="no module of UnCLIPPipeline is called once per step"):
+        tester.calibrate(pipe, ctx)

@@ -1,12 +1,17 @@
-"""Stand-in testers for the families diffusers exports and tests in no module (its deprecated pipelines): each a
-tester as diffusers writes one (`pipeline_class`, `get_dummy_components`, `get_dummy_inputs`), written here with tiny
-models of its own, that the census drives a family's classes through as it drives them through a sibling tester
-(census.untested.plan). One module per family:
+"""Stand-in testers for the classes diffusers exports and tests in no module (its deprecated pipelines, a few
+more): each a tester as diffusers writes one (`pipeline_class`, `get_dummy_components`, `get_dummy_inputs`), written
+here with tiny models of its own, that the census drives a family's classes through as it drives them through a
+sibling tester (census.untested.plan). One module per family:
 
 - amused: aMUSEd's masked-token transformer (its image-to-image and inpainting classes through it);
+- audioldm: AudioLDM's and MusicLDM's spectrogram UNet, CLAP text encoder and vocoder;
 - dance_diffusion: Dance Diffusion's 1-D UNet;
+- ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
+- i2vgen_xl: I2VGen-XL's image-to-video UNet;
 - latent_diffusion: the unconditional and the super-resolution latent diffusion classes;
-- text_to_video: the text-to-video 3-D UNet (its video-to-video class through it);
+- stable_diffusion_upscale: the x4 upscaler's 7-channel UNet;
+- text_to_video: the text-to-video and video-to-video 3-D UNet;
+- unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
 - vq_diffusion: VQ Diffusion's discrete transformer;
 - wuerstchen: Würstchen's prior, decoder and combined classes;
 - tiny: what they share (the width, seeded models, an offline CLIP tokenizer).
@@ -16,7 +21,19 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("amused", "dance_diffusion", "latent_diffusion", "text_to_video", "vq_diffusion", "wuerstchen")
+FAMILIES = (
+    "amused",
+    "audioldm",
+    "dance_diffusion",
+    "ernie_image",
+    "i2vgen_xl",
+    "latent_diffusion",
+    "stable_diffusion_upscale",
+    "text_to_video",
+    "unclip",
+    "vq_diffusion",
+    "wuerstchen",
+)
 
 
 def _testers() -> tuple[type, ...]:

@@ -1,12 +1,12 @@
-"""Text-to-video with a 3-D UNet (deprecated): TextToVideoSDPipeline's stand-in tester, which its video-to-video
-class is checked through."""
+"""Text-to-video with a 3-D UNet (deprecated): the text-to-video class's stand-in tester, and the video-to-video
+one's (its video of frames, channels last but one, as its video processor takes a tensor)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import torch
-from diffusers import AutoencoderKL, DDIMScheduler, TextToVideoSDPipeline, UNet3DConditionModel
+from diffusers import AutoencoderKL, DDIMScheduler, TextToVideoSDPipeline, UNet3DConditionModel, VideoToVideoSDPipeline
 from transformers import CLIPTextConfig, CLIPTextModel
 
 from .tiny import clip_tokenizer, seeded
@@ -80,3 +80,13 @@ class TextToVideoSDStandIn:
             "num_frames": 2,
             "output_type": "pt",
         }
+
+
+class VideoToVideoSDStandIn(TextToVideoSDStandIn):
+    pipeline_class = VideoToVideoSDPipeline
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        inputs = super().get_dummy_inputs(device, seed)
+        del inputs["num_frames"]  # the video's
+        video = torch.rand((1, 2, 3, 32, 32), generator=torch.Generator("cpu").manual_seed(seed))
+        return {**inputs, "video": video}
