@@ -136,6 +136,10 @@ class Calibration:
 class Tester:
     """One tester class, made ready to drive: an instance, its components, its inputs for a call of N steps."""
 
+    # The pipeline samples its noise on the host by design (diffusers' randn_tensor without a device, then a copy):
+    # a device generator raises there, so the tester's CPU generators are passed as they are (samples_on_host).
+    host_generators = False
+
     def __init__(self, cls: type) -> None:
         if not is_pipeline_tester(cls):
             raise NotDrivable(f"{cls.__qualname__} has no pipeline_class with get_dummy_components/get_dummy_inputs")
@@ -218,7 +222,7 @@ class Tester:
         calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work
         if calibration is not None and calibration.inference_steps:
             inputs["num_inference_steps"] = calibration.inference_steps_for(ctx.steps)
-        return {k: _on_device(v, ctx) for k, v in inputs.items()}
+        return {k: _on_device(v, ctx, self.host_generators) for k, v in inputs.items()}
 
     def target(self) -> Target:
         """The tester as a Target of the suite (the denoiser known once calibrated)."""
@@ -254,7 +258,14 @@ class Tester:
         """Two plain calls (the first is the pipeline's warm-up), counting the loop's steps as a guard counts them
         and each module's calls: with the test's own num_inference_steps, and with more."""
         kwargs = self.call_kwargs(pipe, ctx)
-        first = _count(pipe, kwargs)
+        try:
+            first = _count(pipe, kwargs)
+        except Uncallable as exc:
+            if self.host_generators or not samples_on_host(exc.error):
+                raise
+            self.host_generators = True
+            kwargs = self.call_kwargs(pipe, ctx)
+            first = _count(pipe, kwargs)
         if first.raw_steps == 0:
             raise NotDrivable(
                 f"{self.pipeline_class.__name__} ran no step of its scheduler and no progress bar in a call: no "
@@ -403,19 +414,26 @@ def _device_name(device: torch.device) -> str:
     return "cpu"
 
 
-def _on_device(value: Any, ctx: CallContext) -> Any:
+def _on_device(value: Any, ctx: CallContext, host_generators: bool = False) -> Any:
     """An input on the call's device, as a caller that keeps its data there passes it: tensors moved, generators
     made on the device (a CPU generator makes the pipeline sample on the host and copy, in the loop for
-    stochastic schedulers: the harness's transfer, not the pipeline's). A floating-point tensor is in the call's
-    dtype, as a caller running the pipeline in it passes it (its text encoder's embeddings, its latents): the
-    testers' float32 inputs given to a bfloat16 pipeline raised in its first layer (Wan's patch embedding)."""
+    stochastic schedulers: the harness's transfer, not the pipeline's), unless the pipeline samples on the host by
+    design (`host_generators`: they stay as given). A floating-point tensor is in the call's dtype, as a caller
+    running the pipeline in it passes it (its text encoder's embeddings, its latents): the testers' float32 inputs
+    given to a bfloat16 pipeline raised in its first layer (Wan's patch embedding)."""
     if isinstance(value, torch.Generator):
-        return devices.generator(ctx.device, int(value.initial_seed()))
+        return value if host_generators else devices.generator(ctx.device, int(value.initial_seed()))
     if isinstance(value, torch.Tensor):
         return value.to(ctx.device, ctx.dtype if value.is_floating_point() else value.dtype)
     if isinstance(value, list) and value and all(isinstance(v, torch.Generator) for v in value):
-        return [devices.generator(ctx.device, int(v.initial_seed())) for v in value]
+        return value if host_generators else [devices.generator(ctx.device, int(v.initial_seed())) for v in value]
     return value
+
+
+def samples_on_host(error: BaseException) -> bool:
+    """Whether a call raised because it samples on the host with a device generator (diffusers' randn_tensor given
+    no device: the pipeline's own design, as LDMPipeline's and KarrasVe's)."""
+    return isinstance(error, ValueError) and "Cannot generate a cpu tensor from a generator of type" in str(error)
 
 
 @functools.lru_cache(maxsize=512)

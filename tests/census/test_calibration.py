@@ -113,3 +113,44 @@ def test_an_offset_is_measured_with_one_more_step_and_the_check_gets_its_steps(s
     tester, pipe, calls = _calibrated(PlmsTests)
     assert calls == [3, 4]
     assert _steps_run(pipe, tester, steps) >= steps
+
+
+class _DeviceGenerator(torch.Generator):
+    """What the census makes of a tester's generator for the call's device (a CUDA one on a GPU)."""
+
+
+class HostNoisePipeline(LoopPipeline):
+    """Samples its noise on the host by design (diffusers' randn_tensor given no device, as LDMPipeline): a device
+    generator raises diffusers' own ValueError."""
+
+    def __call__(self, latents: torch.Tensor, num_inference_steps: int = 3, generator: object = None) -> torch.Tensor:  # type: ignore[override]
+        if isinstance(generator, _DeviceGenerator):
+            raise ValueError("Cannot generate a cpu tensor from a generator of type cuda.")
+        return super().__call__(latents, num_inference_steps)
+
+
+class HostNoiseTests(PlmsTests):
+    pipeline_class = HostNoisePipeline
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "generator": torch.Generator().manual_seed(0)}
+
+
+def test_a_pipeline_sampling_on_the_host_gets_the_testers_generators_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The census makes a tester's generators on the call's device; a pipeline that samples on the host raises with
+    one, and is called with the tester's own (CPU) generators from then on, not counted as uncallable."""
+
+    def on_device(device: torch.device, seed: int) -> torch.Generator:
+        return _DeviceGenerator().manual_seed(seed)
+
+    monkeypatch.setattr(testers.devices, "generator", on_device)
+    tester = testers.Tester(HostNoiseTests)
+    pipe = HostNoisePipeline(**tester.components())
+    pipe.set_progress_bar_config(disable=True)
+    assert isinstance(tester.call_kwargs(pipe, CPU)["generator"], _DeviceGenerator)
+    assert tester.calibrate(pipe, CPU).denoiser == "transformer"
+    assert tester.host_generators
+    given = tester.call_kwargs(pipe, CPU)["generator"]
+    assert type(given) is torch.Generator and given.initial_seed() == 0
+    other = testers.Tester(PlmsTests)  # a pipeline that takes the device's keeps them
+    assert not other.host_generators
