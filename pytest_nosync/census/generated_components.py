@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from diffusers import ModelMixin, SchedulerMixin
 
-from .tiny_models import resized
+from .tiny_models import BESIDE, beside, resized
 
 SEED = 0
 ONNX = "OnnxRuntimeModel"  # diffusers' wrapper of an ONNX Runtime session
@@ -86,7 +86,7 @@ def makeable(pipeline_class: type, name: str, sibling_class: type) -> bool:
     if "scheduler" in theirs and any(issubclass(c, SchedulerMixin) for c in classes):
         return True
     if any(
-        source in theirs and callable(getattr(c, constructor, None)) and _takes_one_model(getattr(c, constructor))
+        source in theirs and callable(getattr(c, constructor, None)) and _derives(getattr(c, constructor))
         for c in classes
         for constructor, source in DERIVING
     ):
@@ -148,15 +148,19 @@ def _derived(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) -> 
         for constructor, source_name in DERIVING:
             source = given.get(source_name)
             method = getattr(cls, constructor, None)
-            if isinstance(source, ModelMixin) and callable(method) and _takes_one_model(method):
-                config = getattr(given.get(name), "config", {})  # the sibling's own `name`, of another class
-                kwargs = {p: config[p] for p in list(inspect.signature(method).parameters)[1:] if p in config}
-                try:
-                    with _seeded():
+            if not isinstance(source, ModelMixin) or not callable(method) or not _derives(method):
+                continue
+            try:
+                with _seeded():
+                    if _takes_one_model(method):
+                        config = getattr(given.get(name), "config", {})  # the sibling's own `name`, of another class
+                        kwargs = {p: config[p] for p in list(inspect.signature(method).parameters)[1:] if p in config}
                         model = resized(method(source, **kwargs))
-                except Exception:  # it needs more than the model (ControlNet-XS: a size): the component stays missing
-                    continue
-                return model, f"{cls.__name__}.{constructor}(the sibling's {source_name})"
+                    else:  # (its own model, the sibling's): Z-Image's ControlNet takes the transformer's embedders
+                        model = method(beside(cls, source.config), source)
+            except Exception:  # it needs more than the model (ControlNet-XS: a size): the component stays missing
+                continue
+            return model, f"{cls.__name__}.{constructor}(the sibling's {source_name})"
     return None
 
 
@@ -188,11 +192,26 @@ def onnx_components(pipeline_class: type) -> list[str]:
     ]
 
 
-def _takes_one_model(method: Any) -> bool:
-    """Whether a classmethod takes one argument without a default (the model it derives from)."""
+def _required(method: Any) -> int:
+    """How many arguments a classmethod takes without a default (-1 where its signature cannot be read)."""
     try:
         parameters = list(inspect.signature(method).parameters.values())
     except (TypeError, ValueError):
-        return False
-    required = [p for p in parameters if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
-    return len(required) == 1
+        return -1
+    return sum(1 for p in parameters if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
+def _takes_one_model(method: Any) -> bool:
+    """Whether a classmethod takes one argument without a default (the model it derives from)."""
+    return _required(method) == 1
+
+
+def _derives(method: Any) -> bool:
+    """Whether a classmethod derives a model from the sibling's: from it alone, or from a model of its own class built
+    beside it and it (census.tiny_models.beside)."""
+    return _required(method) == 1 or (_required(method) == 2 and _built_beside(method))
+
+
+def _built_beside(method: Any) -> bool:
+    owner = getattr(method, "__self__", None)
+    return inspect.isclass(owner) and owner.__name__ in BESIDE

@@ -642,3 +642,37 @@ def test_a_stand_in_of_the_class_itself_comes_first_and_a_run_sibling_keeps_its_
     assert got["CleanLoopPipeline"] == ((Tester, SyncingStandIn), Tester, (SyncingStandIn,))
     assert got["OrphanSyncingPipeline"] == ((u.OrphanStandIn,), Tester, (u.OrphanStandIn,))
     assert got["OrphanCleanPipeline"] == ((u.OrphanStandIn,), Tester, (u.OrphanStandIn,))
+
+
+def test_a_controlnet_built_beside_the_siblings_transformer_takes_its_embedders(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Z-Image's ControlNet pipelines require a ZImageControlNetModel no tester builds; diffusers' own
+    `from_transformer(controlnet, transformer)` takes a ControlNet of its own beside the transformer: one of the
+    transformer's sizes (census.tiny_models.BESIDE, the inpainting class's Union 2.0 layout), given its embedders.
+    Without that entry it stays missing, the class keeps its reason."""
+    from diffusers import ZImageControlNetModel, ZImageControlNetPipeline, ZImageTransformer2DModel
+
+    from pytest_nosync.census import generated_components, tiny_models
+
+    transformer = ZImageTransformer2DModel(
+        all_patch_size=(2,),
+        all_f_patch_size=(1,),
+        in_channels=16,
+        dim=32,
+        n_layers=2,
+        n_refiner_layers=1,
+        n_heads=2,
+        n_kv_heads=2,
+        cap_feat_dim=16,
+        axes_dims=[8, 4, 4],
+        axes_lens=[256, 32, 32],
+    )  # the Z-Image tester's sizes
+    made = generated_components.generated(ZImageControlNetPipeline, {"transformer": transformer})
+    controlnet, how = made["controlnet"]
+    assert how == "ZImageControlNetModel.from_transformer(the sibling's transformer)"
+    assert isinstance(controlnet, ZImageControlNetModel) and controlnet.t_embedder is transformer.t_embedder
+    assert controlnet.config.dim == 32 and controlnet.config.control_in_dim == 33
+    assert generated_components.makeable(ZImageControlNetPipeline, "controlnet", ZImageControlNetPipeline)
+    monkeypatch.delitem(tiny_models.BESIDE, "ZImageControlNetModel")
+    assert "controlnet" not in generated_components.generated(ZImageControlNetPipeline, {"transformer": transformer})
