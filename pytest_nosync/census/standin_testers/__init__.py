@@ -10,6 +10,7 @@ sibling tester (census.untested.plan). One module per family:
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
 - latent_diffusion: the unconditional and the super-resolution latent diffusion classes;
 - llada2: LLaDA2's block refinement of tokens, a tiny Llama its model;
+- pndm: PNDM's unconditional UNet and multi-step scheduler;
 - stable_diffusion_upscale: the x4 upscaler's 7-channel UNet;
 - text_to_video: the text-to-video and video-to-video 3-D UNet;
 - unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
@@ -30,6 +31,7 @@ FAMILIES = (
     "i2vgen_xl",
     "latent_diffusion",
     "llada2",
+    "pndm",
     "stable_diffusion_upscale",
     "text_to_video",
     "unclip",
