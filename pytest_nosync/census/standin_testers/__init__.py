@@ -7,11 +7,13 @@ sibling tester (census.untested.plan). One module per family:
 - audioldm: AudioLDM's and MusicLDM's spectrogram UNet, CLAP text encoder and vocoder;
 - dance_diffusion: Dance Diffusion's 1-D UNet;
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
+- gligen: GLIGEN's box-grounded Stable Diffusion, by phrase and by phrase and image;
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
 - latent_diffusion: the unconditional and the super-resolution latent diffusion classes;
 - llada2: LLaDA2's block refinement of tokens, a tiny Llama its model;
 - pndm: PNDM's unconditional UNet and multi-step scheduler;
 - stable_diffusion_upscale: the x4 upscaler's 7-channel UNet;
+- stable_diffusion_variants: LDM3D, Paradigms and Paint by Example, whose siblings' components or inputs do not fit;
 - text_to_video: the text-to-video and video-to-video 3-D UNet;
 - unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
 - vq_diffusion: VQ Diffusion's discrete transformer;
@@ -28,11 +30,13 @@ FAMILIES = (
     "audioldm",
     "dance_diffusion",
     "ernie_image",
+    "gligen",
     "i2vgen_xl",
     "latent_diffusion",
     "llada2",
     "pndm",
     "stable_diffusion_upscale",
+    "stable_diffusion_variants",
     "text_to_video",
     "unclip",
     "vq_diffusion",

@@ -1,0 +1,84 @@
+"""Deprecated Stable Diffusion variants whose siblings' components or inputs do not fit: LDM3D (an RGB-and-depth
+VAE), Paradigms (a parallel DDPM scheduler), Paint by Example (an image encoder in the text encoder's place, the
+inpainting UNet)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import PIL.Image
+import torch
+from diffusers import (
+    DDPMParallelScheduler,
+    PaintByExamplePipeline,
+    StableDiffusionLDM3DPipeline,
+    StableDiffusionParadigmsPipeline,
+)
+from diffusers.pipelines.deprecated.paint_by_example import PaintByExampleImageEncoder
+from transformers import CLIPImageProcessor, CLIPVisionConfig
+
+from .tiny import TEXT_WIDTH, seeded, stable_diffusion
+
+
+def _inputs(seed: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "prompt": "A painting of a squirrel eating a burger",
+        "generator": torch.Generator("cpu").manual_seed(seed),
+        "num_inference_steps": 2,
+        "guidance_scale": 6.0,
+        "output_type": "np",
+        **extra,
+    }
+
+
+class LDM3DStandIn:
+    pipeline_class = StableDiffusionLDM3DPipeline
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        return {**stable_diffusion(vae_channels=6), "image_encoder": None}  # RGB and depth, three channels each
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        return _inputs(seed)
+
+
+class ParadigmsStandIn:
+    pipeline_class = StableDiffusionParadigmsPipeline
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        return {**stable_diffusion(), "scheduler": DDPMParallelScheduler()}
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        return _inputs(seed, num_inference_steps=4, parallel=2)  # two steps at a time
+
+
+class PaintByExampleStandIn:
+    pipeline_class = PaintByExamplePipeline
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        components = stable_diffusion(in_channels=9)  # the latents, the mask, the masked image's latents
+        vision = CLIPVisionConfig(
+            hidden_size=TEXT_WIDTH,
+            projection_dim=TEXT_WIDTH,
+            intermediate_size=37,
+            layer_norm_eps=1e-05,
+            num_attention_heads=4,
+            num_hidden_layers=5,
+            image_size=32,
+            patch_size=4,
+        )
+        for name in ("text_encoder", "tokenizer"):
+            del components[name]
+        return {
+            **components,
+            "image_encoder": seeded(lambda: PaintByExampleImageEncoder(vision, proj_size=TEXT_WIDTH)),
+            "feature_extractor": CLIPImageProcessor(crop_size=32, size=32),
+        }
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        image = PIL.Image.new("RGB", (64, 64), (120, 80, 40))
+        mask = PIL.Image.new("L", (64, 64), 0)
+        mask.paste(255, (32, 0, 64, 64))
+        example = PIL.Image.new("RGB", (32, 32), (20, 160, 90))
+        inputs = _inputs(seed, image=image, mask_image=mask, example_image=example)
+        del inputs["prompt"]
+        return inputs
