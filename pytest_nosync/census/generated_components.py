@@ -15,6 +15,8 @@ does not take), made from what the sibling gives, by the component's annotation,
   sibling's UNet), those the sibling's component of that name (of another class: its ControlNet) has in its config
   passed on (the conditioning embedding's channels), seeded, then resized where its class keeps sizes of the released
   checkpoint (census.tiny_models);
+- a **model the sibling gives, of its config changed** where the class concatenates more channels into it
+  (census.fitted_models: CogView4's control pipeline, Lucy's edit);
 - a **model of the class of one the sibling gives** under another name (`transformer_2` beside `transformer`): that
   class from the same config, seeded (Wan 2.2's second expert).
 
@@ -35,6 +37,7 @@ from typing import Any
 import torch
 from diffusers import ModelMixin, SchedulerMixin
 
+from .fitted_models import fitted
 from .tiny_models import BESIDE, beside, resized
 
 SEED = 0
@@ -50,8 +53,13 @@ def generated(
     `given` holds of another class than the annotated one is replaced only with `replace_schedulers` (census.untested
     asks where the class raised with it: most pipelines run with a sibling's scheduler of another class)."""
     made: dict[str, tuple[Any, str]] = {}
+    for name, (config, how) in fitted(pipeline_class, given).items():
+        with _seeded():
+            made[name] = type(given[name]).from_config(config), how
     for name, (classes, required) in _annotated(pipeline_class).items():
         present = given.get(name)
+        if name in made:
+            continue
         if present is not None and (not classes or isinstance(present, classes)):
             continue
         if present is None and not required:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from diffusers import DDIMScheduler, UnCLIPScheduler
 
 from pytest_nosync import ids
@@ -676,3 +677,31 @@ def test_a_controlnet_built_beside_the_siblings_transformer_takes_its_embedders(
     assert generated_components.makeable(ZImageControlNetPipeline, "controlnet", ZImageControlNetPipeline)
     monkeypatch.delitem(tiny_models.BESIDE, "ZImageControlNetModel")
     assert "controlnet" not in generated_components.generated(ZImageControlNetPipeline, {"transformer": transformer})
+
+
+def test_a_model_the_class_feeds_more_channels_is_the_siblings_of_its_config_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A class concatenating more channels into the denoiser than its sibling's pipeline (CogView4's control pipeline:
+    the control latents beside the latents) takes the sibling's model rebuilt of its config changed, seeded
+    (census.fitted_models, keyed by the class); without an entry the sibling's model is taken as it is."""
+    from diffusers import CogView4Transformer2DModel
+
+    from pytest_nosync.census import fitted_models, generated_components
+
+    class CogView4ControlPipeline:  # the name the entry is keyed by; the annotations of a control pipeline
+        def __init__(self, transformer: CogView4Transformer2DModel, scheduler: Scheduler) -> None: ...
+
+    CogView4ControlPipeline.__init__.__annotations__ = {"transformer": CogView4Transformer2DModel}
+    transformer = CogView4Transformer2DModel(
+        patch_size=2, in_channels=4, num_layers=1, attention_head_dim=4, num_attention_heads=4, out_channels=4,
+        text_embed_dim=32, time_embed_dim=8, condition_dim=4,
+    )  # fmt: skip
+    given = {"transformer": transformer, "scheduler": Scheduler()}
+    made, how = generated_components.generated(CogView4ControlPipeline, given)["transformer"]
+    assert (made.config.in_channels, made.config.out_channels, made.config.num_layers) == (8, 4, 1)
+    assert how == "the sibling's transformer with in_channels 4 → 8, out_channels 4 → 4"
+    again, _ = generated_components.generated(CogView4ControlPipeline, given)["transformer"]
+    assert all(torch.equal(a, b) for a, b in zip(made.state_dict().values(), again.state_dict().values(), strict=True))
+    monkeypatch.delitem(fitted_models.FITTED, "CogView4ControlPipeline")
+    assert generated_components.generated(CogView4ControlPipeline, given) == {}
