@@ -28,6 +28,12 @@ VERIFIED = (
         "it reads transformer.config.guidance_embeds, which the ChromaTransformer2DModel its __init__ names has not",
     ),
     OwnBug(
+        "diffusers/models/unets/unet_2d_blocks.py",
+        "DualTransformer2DModel.forward() got an unexpected keyword argument 'encoder_attention_mask'",
+        "its dual-guided UNet holds DualTransformer2DModels, whose forward takes no encoder_attention_mask, which the "
+        "UNet's cross-attention blocks pass",
+    ),
+    OwnBug(
         "pipeline_easyanimate_control.py",
         "unexpected keyword argument 'text_encoder_index'",
         "its __call__ passes encode_prompt() an argument encode_prompt does not take",

@@ -16,6 +16,7 @@ sibling tester (census.untested.plan). One module per family:
 - stable_diffusion_variants: LDM3D, Paradigms and Paint by Example, whose siblings' components or inputs do not fit;
 - text_to_video: the text-to-video and video-to-video 3-D UNet;
 - unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
+- versatile_diffusion: Versatile Diffusion's image and flat text UNets, text-to-image, image variation, dual-guided;
 - vq_diffusion: VQ Diffusion's discrete transformer;
 - wuerstchen: Würstchen's prior, decoder and combined classes;
 - tiny: what they share (the width, seeded models, an offline CLIP tokenizer).
@@ -39,6 +40,7 @@ FAMILIES = (
     "stable_diffusion_variants",
     "text_to_video",
     "unclip",
+    "versatile_diffusion",
     "vq_diffusion",
     "wuerstchen",
 )
