@@ -13,7 +13,7 @@ sibling tester (census.untested.plan). One module per family:
 - llada2: LLaDA2's block refinement of tokens, a tiny Llama its model;
 - pndm: PNDM's unconditional UNet and multi-step scheduler;
 - stable_diffusion_upscale: the x4 upscaler's 7-channel UNet;
-- stable_diffusion_variants: LDM3D, Paradigms and Paint by Example, whose siblings' components or inputs do not fit;
+- stable_diffusion_variants: LDM3D, Paradigms, Paint by Example, Pix2Pix-Zero: no sibling's components or inputs fit;
 - text_to_video: the text-to-video and video-to-video 3-D UNet;
 - unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
 - versatile_diffusion: Versatile Diffusion's image and flat text UNets, text-to-image, image variation, dual-guided;

@@ -1,6 +1,7 @@
 """Deprecated Stable Diffusion variants whose siblings' components or inputs do not fit: LDM3D (an RGB-and-depth
 VAE), Paradigms (a parallel DDPM scheduler), Paint by Example (an image encoder in the text encoder's place, the
-inpainting UNet)."""
+inpainting UNet), Pix2Pix-Zero (an inverse scheduler; the edit's source and target embeddings given, so its caption
+generator, used only to invert a real image, is none)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 import PIL.Image
 import torch
 from diffusers import (
+    DDIMInverseScheduler,
     DDPMParallelScheduler,
     PaintByExamplePipeline,
     StableDiffusionLDM3DPipeline,
     StableDiffusionParadigmsPipeline,
+    StableDiffusionPix2PixZeroPipeline,
 )
 from diffusers.pipelines.deprecated.paint_by_example import PaintByExampleImageEncoder
 from transformers import CLIPImageProcessor, CLIPVisionConfig
@@ -82,3 +85,15 @@ class PaintByExampleStandIn:
         inputs = _inputs(seed, image=image, mask_image=mask, example_image=example)
         del inputs["prompt"]
         return inputs
+
+
+class Pix2PixZeroStandIn:
+    pipeline_class = StableDiffusionPix2PixZeroPipeline
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        none = dict.fromkeys(("caption_generator", "caption_processor"))
+        return {**stable_diffusion(), "inverse_scheduler": DDIMInverseScheduler(), **none}
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        embeddings = torch.randn((2, 77, TEXT_WIDTH), generator=torch.Generator("cpu").manual_seed(seed))
+        return _inputs(seed, source_embeds=embeddings[:1], target_embeds=embeddings[1:])
