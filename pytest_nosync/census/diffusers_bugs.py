@@ -34,6 +34,11 @@ VERIFIED = (
         "UNet's cross-attention blocks pass",
     ),
     OwnBug(
+        "blip_diffusion/modeling_blip2.py",
+        "object has no attribute 'invert_attention_mask'",
+        "its Q-Former calls self.invert_attention_mask(), which transformers 5's models no longer have",
+    ),
+    OwnBug(
         "pipeline_easyanimate_control.py",
         "unexpected keyword argument 'text_encoder_index'",
         "its __call__ passes encode_prompt() an argument encode_prompt does not take",

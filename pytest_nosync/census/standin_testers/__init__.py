@@ -5,6 +5,7 @@ sibling tester (census.untested.plan). One module per family:
 
 - amused: aMUSEd's masked-token transformer (its image-to-image and inpainting classes through it);
 - audioldm: AudioLDM's and MusicLDM's spectrogram UNet, CLAP text encoder and vocoder;
+- blip_diffusion: BLIP Diffusion's Q-Former and context text encoder before Stable Diffusion;
 - dance_diffusion: Dance Diffusion's 1-D UNet;
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
 - gligen: GLIGEN's box-grounded Stable Diffusion, by phrase and by phrase and image;
@@ -29,6 +30,7 @@ import importlib
 FAMILIES = (
     "amused",
     "audioldm",
+    "blip_diffusion",
     "dance_diffusion",
     "ernie_image",
     "gligen",
