@@ -201,6 +201,8 @@ def checked(
         raise NotChecked(f"not checkable: {exc}") from None
     report.metrics["pipeline"] = target.pipeline_class
     report.metrics["denoiser"] = target.denoiser
+    if isinstance(tester, UntestedTester) and tester.standing_in:  # built through a tester of this repository's
+        report.metrics["standin"] = tester.standing_in
     if isinstance(tester, UntestedTester) and tester.generated:  # checked with inputs no tester gives: said so
         report.metrics["generated_inputs"] = list(tester.generated)
     if isinstance(tester, UntestedTester) and tester.made_components:  # and components: said so too

@@ -440,6 +440,12 @@ class UntestedTester(Tester):
         self.cls, self._instance = sibling, None
         self._inputs = _input_binder(sibling.get_dummy_inputs)
 
+    @property
+    def standing_in(self) -> str:
+        """The stand-in tester it is built through (census.standin_testers), by name; "" for a tester's sibling."""
+        chosen = self._chosen
+        return tester_name(chosen) if chosen is not None and chosen in self.untested.standins else ""
+
     def components(self) -> dict[str, Any]:
         """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's), and
         those it requires that the sibling does not give, made from them (census.generated_components)."""

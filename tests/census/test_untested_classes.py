@@ -18,6 +18,7 @@ from diffusers import DDIMScheduler, UnCLIPScheduler
 from pytest_nosync import ids
 from pytest_nosync.census import table, untested
 from pytest_nosync.census.outcomes import Coverage
+from pytest_nosync.findings import Report
 from tests.twins import untested_pipelines
 from tests.twins.loop_pipeline import Denoiser, Scheduler
 
@@ -610,6 +611,10 @@ def test_a_family_no_module_tests_is_checked_through_its_stand_in_tester_under_t
         "untested_pipelines::OrphanStandIn::OrphanSyncingPipeline": False,
         "untested_pipelines::OrphanStandIn::OrphanCleanPipeline": True,
     }
+    reports = [Report.from_dict(t) for t in doc["tests"]]
+    notes = {row.pipeline: row.note for row in table.rows(reports, Coverage.from_dict(doc["census"]))}
+    assert notes["OrphanCleanPipeline"] == "deprecated; through the stand-in tester untested_pipelines::OrphanStandIn"
+    assert notes["LoopPipeline"] == ""
 
 
 def test_without_its_stand_in_the_orphan_family_keeps_its_reason(
