@@ -9,13 +9,12 @@ import torch
 
 from pytest_nosync.census import standin_testers, testers, untested
 from pytest_nosync.census.diffusers_bugs import own_bug
-from pytest_nosync.census.testers import NotDrivable, Tester
 from pytest_nosync.suite.targets.base import CallContext
 
 
 @pytest.mark.parametrize("standin", standin_testers.TESTERS, ids=lambda cls: cls.__name__)
 def test_each_stand_in_builds_its_class_seeded_and_its_plain_call_returns(standin: type) -> None:
-    tester = Tester(standin)  # as the census drives a sibling
+    tester = testers.Tester(standin)  # as the census drives a sibling
     first, second = tester.components(), tester.components()
     models = [name for name, value in first.items() if isinstance(value, torch.nn.Module)]
     assert models
@@ -48,12 +47,12 @@ def test_unclips_three_stages_together_are_its_denoiser(monkeypatch: pytest.Monk
     module is called in every step; the four usual names together are (without the super-resolution names, none)."""
     from pytest_nosync.census.standin_testers.unclip import UnCLIPStandIn
 
-    tester = Tester(UnCLIPStandIn)
+    tester = testers.Tester(UnCLIPStandIn)
     ctx = CallContext(torch.device("cpu"), torch.float32, steps=2)
     pipe = tester.build(ctx.device, ctx.dtype)
     pipe.set_progress_bar_config(disable=True)
     assert tester.calibrate(pipe, ctx).denoiser == "prior,decoder,super_res_first,super_res_last"
     without = tuple(n for n in testers.DENOISER_NAMES if not n.startswith("super_res"))
     monkeypatch.setattr(testers, "DENOISER_NAMES", without)
-    with pytest.raises(NotDrivable, match="no module of UnCLIPPipeline is called once per step"):
+    with pytest.raises(testers.NotDrivable, match="no module of UnCLIPPipeline is called once per step"):
         tester.calibrate(pipe, ctx)

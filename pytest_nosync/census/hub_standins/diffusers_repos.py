@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from diffusers import (
     AutoencoderKL,
@@ -28,24 +29,25 @@ from .seeded import save_seeded_model, seeded_model
 from .text_repos import CLIP_TEXT, CLIP_VISION, save_clip_tokenizer
 
 
-def _tiny_unet2d(**extra):
-    return UNet2DModel(
-        sample_size=32,
-        in_channels=3,
-        out_channels=3,
-        layers_per_block=1,
-        block_out_channels=(32, 64),
-        norm_num_groups=8,
-        down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-        up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-        **extra,
-    )
+def tiny_unet2d(**extra: Any) -> UNet2DModel:
+    """A 32x32 RGB UNet2DModel of two levels (32, 64), attention in the second; `extra` over that config."""
+    config = {
+        "sample_size": 32,
+        "in_channels": 3,
+        "out_channels": 3,
+        "layers_per_block": 1,
+        "block_out_channels": (32, 64),
+        "norm_num_groups": 8,
+        "down_block_types": ("DownBlock2D", "AttnDownBlock2D"),
+        "up_block_types": ("AttnUpBlock2D", "UpBlock2D"),
+    }
+    return UNet2DModel(**{**config, **extra})
 
 
 def build_consistency_models_test(directory: Path) -> None:
     """Two 32x32 RGB UNet2DModels, `test_unet` and the class-conditional `test_unet_class_cond` (10 classes)."""
-    save_seeded_model(_tiny_unet2d, directory / "test_unet")
-    save_seeded_model(lambda: _tiny_unet2d(num_class_embeds=10), directory / "test_unet_class_cond")
+    save_seeded_model(tiny_unet2d, directory / "test_unet")
+    save_seeded_model(lambda: tiny_unet2d(num_class_embeds=10), directory / "test_unet_class_cond")
 
 
 def _clip_text_config(**extra):
@@ -64,7 +66,8 @@ def _tiny_vae():
     )
 
 
-def _sd_unet_kwargs(cross_attention_dim: int) -> dict:
+def sd_unet_kwargs(cross_attention_dim: int) -> dict:
+    """A tiny Stable Diffusion UNet's config: two levels (32, 64), cross-attention in the second."""
     return {
         "block_out_channels": (32, 64),
         "layers_per_block": 2,
@@ -87,7 +90,7 @@ def build_tiny_stable_diffusion(directory: Path) -> None:
         projection_dim=32,
     )
     pipe = StableDiffusionPipeline(
-        unet=seeded_model(lambda: UNet2DConditionModel(**_sd_unet_kwargs(32))),
+        unet=seeded_model(lambda: UNet2DConditionModel(**sd_unet_kwargs(32))),
         vae=seeded_model(_tiny_vae),
         text_encoder=seeded_model(lambda: CLIPTextModel(_clip_text_config())),
         tokenizer=CLIPTokenizer.from_pretrained(str(directory / "tokenizer")),
@@ -107,7 +110,7 @@ def build_tiny_stable_diffusion_xl(directory: Path) -> None:
     save_clip_tokenizer(directory / "tokenizer")
     save_clip_tokenizer(directory / "tokenizer_2")
     unet_kwargs = {
-        **_sd_unet_kwargs(64),
+        **sd_unet_kwargs(64),
         "attention_head_dim": (2, 4),
         "use_linear_projection": True,
         "addition_embed_type": "text_time",
@@ -135,7 +138,5 @@ def build_tiny_stable_diffusion_xl(directory: Path) -> None:
 
 def build_tiny_controlnet(directory: Path) -> None:
     """A ControlNetModel matching the tiny Stable Diffusion UNet (32/64 channels, cross-attention 32)."""
-    kwargs = {
-        k: v for k, v in _sd_unet_kwargs(32).items() if k not in ("out_channels", "up_block_types", "sample_size")
-    }
+    kwargs = {k: v for k, v in sd_unet_kwargs(32).items() if k not in ("out_channels", "up_block_types", "sample_size")}
     save_seeded_model(lambda: ControlNetModel(**kwargs, conditioning_embedding_out_channels=(16, 32)), directory)

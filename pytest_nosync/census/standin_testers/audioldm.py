@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from diffusers import AudioLDMPipeline, AutoencoderKL, DDIMScheduler, MusicLDMPipeline, UNet2DConditionModel
+from diffusers import AudioLDMPipeline, MusicLDMPipeline, UNet2DConditionModel
 from transformers import (
     ClapAudioConfig,
     ClapConfig,
@@ -18,21 +18,11 @@ from transformers import (
     SpeechT5HifiGanConfig,
 )
 
-from .tiny import WIDTH, roberta_tokenizer, seeded
+from .tiny import WIDTH, ddim, kl_vae, prompted, roberta_tokenizer, seeded, text_layers
 
 
 def _clap_text() -> ClapTextConfig:
-    return ClapTextConfig(
-        bos_token_id=0,
-        eos_token_id=2,
-        hidden_size=WIDTH,
-        intermediate_size=37,
-        num_attention_heads=1,
-        num_hidden_layers=1,
-        pad_token_id=1,
-        vocab_size=1000,
-        projection_dim=WIDTH,
-    )
+    return ClapTextConfig(**text_layers(WIDTH, heads=1, layers=1, projection_dim=WIDTH))
 
 
 class AudioLDMStandIn:
@@ -55,17 +45,6 @@ class AudioLDMStandIn:
                 class_embeddings_concat=True,
             )
         )
-        vae = seeded(
-            lambda: AutoencoderKL(
-                block_out_channels=[8, 16],
-                in_channels=1,
-                out_channels=1,
-                norm_num_groups=8,
-                down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-                up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
-                latent_channels=4,
-            )
-        )
         text_encoder = seeded(lambda: ClapTextModelWithProjection(_clap_text()))
         vocoder = seeded(
             lambda: SpeechT5HifiGan(
@@ -81,25 +60,19 @@ class AudioLDMStandIn:
                 )
             )
         )
-        scheduler = DDIMScheduler(
-            beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False, set_alpha_to_one=False
-        )
         return {
             "unet": unet,
-            "scheduler": scheduler,
-            "vae": vae,
+            "scheduler": ddim(),
+            "vae": kl_vae((8, 16), channels=1, norm_num_groups=8),  # a mel spectrogram's one channel
             "text_encoder": text_encoder,
             "tokenizer": roberta_tokenizer(),
             "vocoder": vocoder,
         }
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return {
-            "prompt": "A hammer hitting a wooden surface",
-            "generator": torch.Generator("cpu").manual_seed(seed),
-            "num_inference_steps": 2,
-            "guidance_scale": 6.0,
-        }
+        inputs = prompted(seed, prompt="A hammer hitting a wooden surface")
+        del inputs["output_type"]  # its default, the waveform as a NumPy array
+        return inputs
 
 
 class MusicLDMStandIn(AudioLDMStandIn):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from diffusers import ErnieImagePipeline
 
 from ..hub_standins.modular_builds import ernie_image
+from .tiny import prompted
 
 
 class ErnieImageStandIn:
@@ -18,12 +18,4 @@ class ErnieImageStandIn:
         return ernie_image()
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return {
-            "prompt": "a dog is dancing",
-            "generator": torch.Generator("cpu").manual_seed(seed),
-            "num_inference_steps": 2,
-            "guidance_scale": 4.0,
-            "height": 32,
-            "width": 32,
-            "output_type": "pt",
-        }
+        return prompted(seed, prompt="a dog is dancing", guidance_scale=4.0, height=32, width=32, output_type="pt")

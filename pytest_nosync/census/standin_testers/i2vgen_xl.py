@@ -5,16 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from diffusers import AutoencoderKL, DDIMScheduler, I2VGenXLPipeline, I2VGenXLUNet
-from transformers import (
-    CLIPImageProcessor,
-    CLIPTextConfig,
-    CLIPTextModel,
-    CLIPVisionConfig,
-    CLIPVisionModelWithProjection,
-)
+from diffusers import I2VGenXLPipeline, I2VGenXLUNet
+from transformers import CLIPImageProcessor, CLIPVisionModelWithProjection
 
-from .tiny import clip_tokenizer, seeded
+from .tiny import VIDEO_UNET, clip_text, clip_tokenizer, clip_vision, ddim, kl_vae, prompted, seeded
 
 WIDTH = 4  # the text and image embeddings' width, the UNet's cross-attention width
 
@@ -23,87 +17,23 @@ class I2VGenXLStandIn:
     pipeline_class = I2VGenXLPipeline
 
     def get_dummy_components(self) -> dict[str, Any]:
-        unet = seeded(
-            lambda: I2VGenXLUNet(
-                block_out_channels=(4, 8),
-                layers_per_block=1,
-                sample_size=32,
-                in_channels=4,
-                out_channels=4,
-                down_block_types=("CrossAttnDownBlock3D", "DownBlock3D"),
-                up_block_types=("UpBlock3D", "CrossAttnUpBlock3D"),
-                cross_attention_dim=WIDTH,
-                attention_head_dim=4,
-                num_attention_heads=None,
-                norm_num_groups=2,
-            )
-        )
-        vae = seeded(
-            lambda: AutoencoderKL(
-                block_out_channels=(8,),
-                in_channels=3,
-                out_channels=3,
-                down_block_types=["DownEncoderBlock2D"],
-                up_block_types=["UpDecoderBlock2D"],
-                latent_channels=4,
-                sample_size=32,
-                norm_num_groups=2,
-            )
-        )
-        text_encoder = seeded(
-            lambda: CLIPTextModel(
-                CLIPTextConfig(
-                    bos_token_id=0,
-                    eos_token_id=2,
-                    hidden_size=WIDTH,
-                    intermediate_size=16,
-                    num_attention_heads=2,
-                    num_hidden_layers=2,
-                    pad_token_id=1,
-                    vocab_size=1000,
-                    hidden_act="gelu",
-                    projection_dim=32,
-                )
-            )
-        )
-        image_encoder = seeded(
-            lambda: CLIPVisionModelWithProjection(
-                CLIPVisionConfig(
-                    hidden_size=WIDTH,
-                    projection_dim=WIDTH,
-                    num_hidden_layers=2,
-                    num_attention_heads=2,
-                    image_size=32,
-                    intermediate_size=16,
-                    patch_size=1,
-                )
-            )
-        )
-        scheduler = DDIMScheduler(
-            beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False, set_alpha_to_one=False
-        )
+        config = {**VIDEO_UNET, "block_out_channels": (4, 8), "cross_attention_dim": WIDTH, "num_attention_heads": None}
+        unet = seeded(lambda: I2VGenXLUNet(**config))
+        vision = clip_vision(WIDTH, patch=1, heads=2, inner=16)
         return {
             "unet": unet,
-            "scheduler": scheduler,
-            "vae": vae,
-            "text_encoder": text_encoder,
+            "scheduler": ddim(),
+            "vae": kl_vae((8,), sample_size=32, norm_num_groups=2),
+            "text_encoder": clip_text(width=WIDTH, heads=2, inner=16, hidden_act="gelu", projection_dim=32),
             "tokenizer": clip_tokenizer(),
-            "image_encoder": image_encoder,
+            "image_encoder": seeded(lambda: CLIPVisionModelWithProjection(vision)),
             "feature_extractor": CLIPImageProcessor(crop_size=32, size=32),
         }
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        generator = torch.Generator("cpu").manual_seed(seed)
+        image = torch.rand((1, 3, 32, 32), generator=torch.Generator("cpu").manual_seed(seed))
         return {
-            "image": torch.rand((1, 3, 32, 32), generator=generator),
-            "prompt": "A painting of a squirrel eating a burger",
-            "generator": generator,
-            "num_inference_steps": 2,
-            "guidance_scale": 6.0,
-            "num_frames": 2,
-            "height": 32,
-            "width": 32,
-            "output_type": "pt",
+            **prompted(seed, image=image, num_frames=2, height=32, width=32, output_type="pt"),
             # Its call skips one CLIP layer by default, reading `text_encoder.text_model`, which transformers 5's
             # CLIPTextModel has not (its layers are its own): diffusers' bug there, outside the loop checked here.
             "clip_skip": None,

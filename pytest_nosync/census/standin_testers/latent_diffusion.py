@@ -8,36 +8,18 @@ from typing import Any
 import torch
 from diffusers import DDIMScheduler, LDMPipeline, LDMSuperResolutionPipeline, UNet2DModel, VQModel
 
-from .tiny import seeded
+from ..hub_standins.diffusers_repos import tiny_unet2d
+from .tiny import seeded, vq_model
 
 LATENT = 3  # the VQ model's latent channels
 
 
 def _vqvae() -> VQModel:
-    return seeded(
-        lambda: VQModel(
-            block_out_channels=[32, 64],
-            in_channels=3,
-            out_channels=3,
-            down_block_types=["DownEncoderBlock2D", "DownEncoderBlock2D"],
-            up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"],
-            latent_channels=LATENT,
-        )
-    )
+    return vq_model(latent_channels=LATENT)
 
 
 def _unet(in_channels: int) -> UNet2DModel:
-    return seeded(
-        lambda: UNet2DModel(
-            block_out_channels=(32, 64),
-            layers_per_block=2,
-            sample_size=8,
-            in_channels=in_channels,
-            out_channels=LATENT,
-            down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-            up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-        )
-    )
+    return seeded(lambda: tiny_unet2d(sample_size=8, in_channels=in_channels, out_channels=LATENT))
 
 
 class LDMStandIn:

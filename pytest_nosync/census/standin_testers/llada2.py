@@ -20,14 +20,9 @@ class LLaDA2StandIn:
 
     def get_dummy_components(self) -> dict[str, Any]:
         config = LlamaConfig(
-            vocab_size=VOCABULARY,
-            hidden_size=16,
-            intermediate_size=16,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-            max_position_embeddings=128,
-        )
+            vocab_size=VOCABULARY, hidden_size=16, intermediate_size=16, num_hidden_layers=1, num_attention_heads=2,
+            num_key_value_heads=2, max_position_embeddings=128,
+        )  # fmt: skip
         return {"model": seeded(lambda: LlamaForCausalLM(config)), "scheduler": BlockRefinementScheduler()}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from diffusers import PNDMPipeline, PNDMScheduler, UNet2DModel
+from diffusers import PNDMPipeline, PNDMScheduler
 
+from ..hub_standins.diffusers_repos import tiny_unet2d
 from .tiny import seeded
 
 
@@ -14,17 +15,7 @@ class PNDMStandIn:
     pipeline_class = PNDMPipeline
 
     def get_dummy_components(self) -> dict[str, Any]:
-        unet = seeded(
-            lambda: UNet2DModel(
-                block_out_channels=(32, 64),
-                layers_per_block=2,
-                sample_size=32,
-                in_channels=3,
-                out_channels=3,
-                down_block_types=("DownBlock2D", "AttnDownBlock2D"),
-                up_block_types=("AttnUpBlock2D", "UpBlock2D"),
-            )
-        )
+        unet = seeded(tiny_unet2d)
         return {"unet": unet, "scheduler": PNDMScheduler()}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:

@@ -18,20 +18,9 @@ from diffusers import (
     StableDiffusionPix2PixZeroPipeline,
 )
 from diffusers.pipelines.deprecated.paint_by_example import PaintByExampleImageEncoder
-from transformers import CLIPImageProcessor, CLIPVisionConfig
+from transformers import CLIPImageProcessor
 
-from .tiny import TEXT_WIDTH, seeded, stable_diffusion
-
-
-def _inputs(seed: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "prompt": "A painting of a squirrel eating a burger",
-        "generator": torch.Generator("cpu").manual_seed(seed),
-        "num_inference_steps": 2,
-        "guidance_scale": 6.0,
-        "output_type": "np",
-        **extra,
-    }
+from .tiny import TEXT_WIDTH, clip_vision, prompted, seeded, stable_diffusion
 
 
 class LDM3DStandIn:
@@ -41,7 +30,7 @@ class LDM3DStandIn:
         return {**stable_diffusion(vae_channels=6), "image_encoder": None}  # RGB and depth, three channels each
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return _inputs(seed)
+        return prompted(seed)
 
 
 class ParadigmsStandIn:
@@ -51,7 +40,7 @@ class ParadigmsStandIn:
         return {**stable_diffusion(), "scheduler": DDPMParallelScheduler()}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return _inputs(seed, num_inference_steps=4, parallel=2)  # two steps at a time
+        return prompted(seed, num_inference_steps=4, parallel=2)  # two steps at a time
 
 
 class PaintByExampleStandIn:
@@ -59,16 +48,7 @@ class PaintByExampleStandIn:
 
     def get_dummy_components(self) -> dict[str, Any]:
         components = stable_diffusion(in_channels=9)  # the latents, the mask, the masked image's latents
-        vision = CLIPVisionConfig(
-            hidden_size=TEXT_WIDTH,
-            projection_dim=TEXT_WIDTH,
-            intermediate_size=37,
-            layer_norm_eps=1e-05,
-            num_attention_heads=4,
-            num_hidden_layers=5,
-            image_size=32,
-            patch_size=4,
-        )
+        vision = clip_vision(layers=5, layer_norm_eps=1e-05)
         for name in ("text_encoder", "tokenizer"):
             del components[name]
         return {
@@ -82,7 +62,7 @@ class PaintByExampleStandIn:
         mask = PIL.Image.new("L", (64, 64), 0)
         mask.paste(255, (32, 0, 64, 64))
         example = PIL.Image.new("RGB", (32, 32), (20, 160, 90))
-        inputs = _inputs(seed, image=image, mask_image=mask, example_image=example)
+        inputs = prompted(seed, image=image, mask_image=mask, example_image=example)
         del inputs["prompt"]
         return inputs
 
@@ -96,4 +76,4 @@ class Pix2PixZeroStandIn:
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
         embeddings = torch.randn((2, 77, TEXT_WIDTH), generator=torch.Generator("cpu").manual_seed(seed))
-        return _inputs(seed, source_embeds=embeddings[:1], target_embeds=embeddings[1:])
+        return prompted(seed, source_embeds=embeddings[:1], target_embeds=embeddings[1:])

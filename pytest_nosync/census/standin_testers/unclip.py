@@ -15,36 +15,17 @@ from diffusers import (
     UNet2DModel,
 )
 from diffusers.pipelines.deprecated.unclip.text_proj import UnCLIPTextProjModel
-from transformers import (
-    CLIPImageProcessor,
-    CLIPTextConfig,
-    CLIPTextModelWithProjection,
-    CLIPVisionConfig,
-    CLIPVisionModelWithProjection,
-)
+from transformers import CLIPImageProcessor, CLIPTextConfig, CLIPTextModelWithProjection, CLIPVisionModelWithProjection
 
-from .tiny import clip_tokenizer, seeded
+from .tiny import clip_tokenizer, clip_vision, seeded, text_layers
 
 EMBEDDING = 32  # the text and image embeddings' width
 
 
 def _shared() -> dict[str, Any]:
     """The text encoder, the text projection, the decoder and super-resolution UNets and their schedulers."""
-    text_encoder = seeded(
-        lambda: CLIPTextModelWithProjection(
-            CLIPTextConfig(
-                bos_token_id=0,
-                eos_token_id=2,
-                hidden_size=EMBEDDING,
-                projection_dim=EMBEDDING,
-                intermediate_size=37,
-                num_attention_heads=4,
-                num_hidden_layers=2,
-                pad_token_id=1,
-                vocab_size=1000,
-            )
-        )
-    )
+    text = CLIPTextConfig(**text_layers(EMBEDDING, projection_dim=EMBEDDING))
+    text_encoder = seeded(lambda: CLIPTextModelWithProjection(text))
     text_proj = seeded(
         lambda: UnCLIPTextProjModel(
             clip_embeddings_dim=EMBEDDING, time_embed_dim=EMBEDDING * 4, cross_attention_dim=EMBEDDING
@@ -118,19 +99,8 @@ class UnCLIPImageVariationStandIn:
     pipeline_class = UnCLIPImageVariationPipeline
 
     def get_dummy_components(self) -> dict[str, Any]:
-        image_encoder = seeded(
-            lambda: CLIPVisionModelWithProjection(
-                CLIPVisionConfig(
-                    hidden_size=EMBEDDING,
-                    projection_dim=EMBEDDING,
-                    num_hidden_layers=5,
-                    num_attention_heads=4,
-                    image_size=32,
-                    intermediate_size=37,
-                    patch_size=1,
-                )
-            )
-        )
+        vision = clip_vision(EMBEDDING, layers=5, patch=1)
+        image_encoder = seeded(lambda: CLIPVisionModelWithProjection(vision))
         processor = CLIPImageProcessor(crop_size=32, size=32)
         return {**_shared(), "image_encoder": image_encoder, "feature_extractor": processor}
 

@@ -7,22 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import PIL.Image
-import torch
 from diffusers import (
     VersatileDiffusionDualGuidedPipeline,
     VersatileDiffusionImageVariationPipeline,
     VersatileDiffusionTextToImagePipeline,
 )
 from diffusers.pipelines.deprecated.versatile_diffusion.modeling_text_unet import UNetFlatConditionModel
-from transformers import (
-    CLIPImageProcessor,
-    CLIPTextConfig,
-    CLIPTextModelWithProjection,
-    CLIPVisionConfig,
-    CLIPVisionModelWithProjection,
-)
+from transformers import CLIPImageProcessor, CLIPTextConfig, CLIPTextModelWithProjection, CLIPVisionModelWithProjection
 
-from .tiny import TEXT_WIDTH, seeded, stable_diffusion
+from .tiny import TEXT_WIDTH, clip_vision, prompted, seeded, stable_diffusion, text_layers
 
 LEVELS = {"block_out_channels": (32, 64), "layers_per_block": 2, "sample_size": 32, "in_channels": 4, "out_channels": 4}
 
@@ -40,26 +33,8 @@ def _components() -> dict[str, Any]:
             cross_attention_dim=TEXT_WIDTH,
         )
     )
-    text = CLIPTextConfig(
-        bos_token_id=0,
-        eos_token_id=2,
-        hidden_size=TEXT_WIDTH,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        pad_token_id=1,
-        vocab_size=1000,
-        projection_dim=TEXT_WIDTH,
-    )
-    vision = CLIPVisionConfig(
-        hidden_size=TEXT_WIDTH,
-        projection_dim=TEXT_WIDTH,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        image_size=32,
-        patch_size=4,
-    )
+    text = CLIPTextConfig(**text_layers(projection_dim=TEXT_WIDTH))
+    vision = clip_vision()
     return {
         "tokenizer": sd["tokenizer"],
         "text_encoder": seeded(lambda: CLIPTextModelWithProjection(text)),
@@ -70,11 +45,6 @@ def _components() -> dict[str, Any]:
         "vae": sd["vae"],
         "scheduler": sd["scheduler"],
     }
-
-
-def _inputs(seed: int, **extra: Any) -> dict[str, Any]:
-    generator = torch.Generator("cpu").manual_seed(seed)
-    return {"generator": generator, "num_inference_steps": 2, "guidance_scale": 6.0, "output_type": "np", **extra}
 
 
 def _image() -> PIL.Image.Image:
@@ -88,7 +58,7 @@ class VersatileDiffusionTextToImageStandIn:
         return {k: v for k, v in _components().items() if k not in ("image_encoder", "image_feature_extractor")}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return _inputs(seed, prompt="an astronaut riding a horse")
+        return prompted(seed)
 
 
 class VersatileDiffusionImageVariationStandIn:
@@ -99,7 +69,7 @@ class VersatileDiffusionImageVariationStandIn:
         return {k: v for k, v in _components().items() if k in keep}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return _inputs(seed, image=_image())
+        return {k: v for k, v in prompted(seed, image=_image()).items() if k != "prompt"}
 
 
 class VersatileDiffusionDualGuidedStandIn:
@@ -109,4 +79,4 @@ class VersatileDiffusionDualGuidedStandIn:
         return _components()
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return _inputs(seed, prompt="an astronaut riding a horse", image=_image())
+        return prompted(seed, image=_image())

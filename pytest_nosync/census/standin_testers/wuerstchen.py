@@ -13,27 +13,15 @@ from diffusers import (
     WuerstchenPriorPipeline,
 )
 from diffusers.pipelines.deprecated.wuerstchen import PaellaVQModel, WuerstchenDiffNeXt, WuerstchenPrior
-from transformers import CLIPTextConfig, CLIPTextModel
+from transformers import CLIPTextModel
 
-from .tiny import clip_tokenizer, seeded
+from .tiny import TEXT_WIDTH, clip_text, clip_tokenizer, seeded
 
-TEXT_WIDTH = 32
 EMBEDDING = 2  # the prior's image embedding channels, which the decoder reads as its EfficientNet features
 
 
 def _text_encoder() -> CLIPTextModel:
-    config = CLIPTextConfig(
-        bos_token_id=0,
-        eos_token_id=2,
-        hidden_size=TEXT_WIDTH,
-        intermediate_size=37,
-        num_attention_heads=4,
-        num_hidden_layers=2,
-        pad_token_id=1,
-        vocab_size=1000,
-        projection_dim=TEXT_WIDTH,
-    )
-    return seeded(lambda: CLIPTextModel(config).eval())
+    return clip_text(projection_dim=TEXT_WIDTH).eval()
 
 
 def _prior_components() -> dict[str, Any]:
