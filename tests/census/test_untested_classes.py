@@ -710,3 +710,31 @@ def test_a_model_the_class_feeds_more_channels_is_the_siblings_of_its_config_cha
     assert all(torch.equal(a, b) for a, b in zip(made.state_dict().values(), again.state_dict().values(), strict=True))
     monkeypatch.delitem(fitted_models.FITTED, "CogView4ControlPipeline")
     assert generated_components.generated(CogView4ControlPipeline, given) == {}
+
+
+def test_a_class_only_stand_ins_build_is_hosted_by_one_module_in_every_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module hosting a class only stand-ins build is chosen from the whole selection (the nearest by rank, here
+    test_a's LoopPipeline), so that the shard without it leaves the class to the shard with it (census merge refuses a
+    class in two shards), and a run of test_b alone hosts it there."""
+    u = untested_pipelines
+    a = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
+    b = _tester_module(tmp_path, monkeypatch, "test_b", "CleanLoopPipeline")
+    entries = [
+        untested.Exported("LoopPipeline", "a", u.LoopPipeline),
+        untested.Exported("CleanLoopPipeline", "b", u.CleanLoopPipeline),
+        *_orphans()[1:],
+    ]
+    both = [tmp_path / "test_a.py", tmp_path / "test_b.py"]
+    shard_a = untested.plan(entries, [a], modules=both, standins=(u.OrphanStandIn,))
+    assert {e.name: (e.siblings, e.parent) for e in shard_a.untested} == {
+        "OrphanSyncingPipeline": ((u.OrphanStandIn,), a),
+        "OrphanCleanPipeline": ((u.OrphanStandIn,), a),
+    }
+    shard_b = untested.plan(entries, [b], modules=both, standins=(u.OrphanStandIn,))
+    assert shard_b.untested == []
+    assert shard_b.reasons["OrphanCleanPipeline"] == f"{DEPRECATED}, and {untested.OTHER_MODULE_ELSEWHERE} (test_a.py)"
+    alone = untested.plan(entries, [b], standins=(u.OrphanStandIn,))
+    hosts = {e.name: e.parent for e in alone.untested}
+    assert (hosts["OrphanSyncingPipeline"], hosts["OrphanCleanPipeline"]) == (b, b)
