@@ -47,7 +47,10 @@ def fitted(pipeline_class: type, given: Mapping[str, Any]) -> dict[str, tuple[Ma
         config = getattr(model, "config", None)
         if config is None:
             continue
-        changes = change(config)
+        try:
+            changes = change(config)
+        except (KeyError, TypeError):  # a sibling model of another layout: taken as it is (its raise the reason)
+            continue
         said = ", ".join(f"{key} {config.get(key)} → {value}" for key, value in changes.items())
         own = {key: value for key, value in config.items() if not key.startswith("_")}
         found[name] = ({**own, **changes}, f"the sibling's {name} with {said}")

@@ -708,6 +708,8 @@ def test_a_model_the_class_feeds_more_channels_is_the_siblings_of_its_config_cha
     assert how == "the sibling's transformer with in_channels 4 → 8, out_channels 4 → 4"
     again, _ = generated_components.generated(CogView4ControlPipeline, given)["transformer"]
     assert all(torch.equal(a, b) for a, b in zip(made.state_dict().values(), again.state_dict().values(), strict=True))
+    other = {"transformer": untested_pipelines.Denoiser(), "scheduler": Scheduler()}  # a config without in_channels
+    assert generated_components.generated(CogView4ControlPipeline, other) == {}
     monkeypatch.delitem(fitted_models.FITTED, "CogView4ControlPipeline")
     assert generated_components.generated(CogView4ControlPipeline, given) == {}
 
