@@ -27,7 +27,7 @@ import math
 import unittest
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -39,6 +39,7 @@ from ..suite.targets.base import CallContext, Target
 from ..suite.targets.registry import assemble
 from .outcomes import tested_class_name
 
+Result = TypeVar("Result")
 DENOISER_NAMES = (
     "transformer",
     "unet",
@@ -254,18 +255,27 @@ class Tester:
             except Exception as exc:
                 raise Uncallable(exc) from exc
 
+    def with_host_generators(
+        self, pipe: Any, ctx: CallContext, call: Callable[[dict[str, Any]], Result]
+    ) -> tuple[Result, dict[str, Any]]:
+        """`call` given the tester's inputs for `pipe` (call_kwargs), and those inputs; where it raised because the
+        pipeline samples its noise on the host (samples_on_host), once more with the tester's own generators, and
+        with them from then on."""
+        kwargs = self.call_kwargs(pipe, ctx)
+        try:
+            return call(kwargs), kwargs
+        except Exception as exc:
+            error = exc.error if isinstance(exc, Uncallable) else exc
+            if self.host_generators or not samples_on_host(error):
+                raise
+        self.host_generators = True
+        kwargs = self.call_kwargs(pipe, ctx)
+        return call(kwargs), kwargs
+
     def calibrate(self, pipe: Any, ctx: CallContext) -> Calibration:
         """Two plain calls (the first is the pipeline's warm-up), counting the loop's steps as a guard counts them
         and each module's calls: with the test's own num_inference_steps, and with more."""
-        kwargs = self.call_kwargs(pipe, ctx)
-        try:
-            first = _count(pipe, kwargs)
-        except Uncallable as exc:
-            if self.host_generators or not samples_on_host(exc.error):
-                raise
-            self.host_generators = True
-            kwargs = self.call_kwargs(pipe, ctx)
-            first = _count(pipe, kwargs)
+        first, kwargs = self.with_host_generators(pipe, ctx, lambda kwargs: _count(pipe, kwargs))
         if first.raw_steps == 0:
             raise NotDrivable(
                 f"{self.pipeline_class.__name__} ran no step of its scheduler and no progress bar in a call: no "

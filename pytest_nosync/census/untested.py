@@ -58,7 +58,6 @@ from .testers import (
     _placeholder_backends,
     _reason,
     provider,
-    samples_on_host,
     tester_name,
     untested_name,
 )
@@ -524,13 +523,7 @@ class UntestedTester(Tester):
         try:
             pipe = assemble(self.pipeline_class, components, device, dtype)
             with torch.no_grad():
-                try:
-                    pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
-                except ValueError as exc:
-                    if self.host_generators or not samples_on_host(exc):
-                        raise
-                    self.host_generators = True  # its noise sampled on the host: the sibling's generators as given
-                    pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
+                self.with_host_generators(pipe, CallContext(device, dtype), lambda kwargs: pipe(**kwargs))
         except Exception as exc:  # the caller tries generated inputs, then the next sibling
             return pipe, exc
         return pipe, None
