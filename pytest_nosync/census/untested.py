@@ -249,7 +249,7 @@ def plan(
         ranked = sorted(family, key=lambda cls: _rank(entry.pipeline_class, cls))
         kin = sorted(kin, key=lambda cls: _rank(entry.pipeline_class, cls))
         siblings = (*itself, *ranked, *kin)
-        host = host or next(cls for cls in siblings if cls in ranked)  # a stand-in has no node of the run
+        host = host or ranked[0]  # a stand-in has no node of the run (the first of siblings that is ranked)
         standing_in = (*itself, *kin)
         result.untested.append(
             Untested(entry.pipeline_class, entry.family, siblings, entry.deprecated, other_family, host, standing_in)
