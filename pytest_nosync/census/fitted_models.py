@@ -1,7 +1,7 @@
 """The config changes a pipeline class needs in a model its sibling gives of the right class, keyed by pipeline
 class: each one what the class's own code reads (its line said), where it concatenates more channels into its
 denoiser than the sibling's pipeline does. census.generated_components rebuilds the sibling's model from its config
-with the change, seeded."""
+with the change, seeded (census.tiny_models.rebuilt)."""
 
 from __future__ import annotations
 
@@ -39,8 +39,9 @@ FITTED: dict[str, dict[str, Change]] = {
 }
 
 
-def fitted(pipeline_class: type, given: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], str]]:
-    """The sibling's models `pipeline_class` needs changed: name → (the changed config, how, for the row's note)."""
+def fitted(pipeline_class: type, given: Mapping[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+    """The sibling's models `pipeline_class` needs changed: name → (the changes to its config, how, for the row's
+    note)."""
     found = {}
     for name, change in FITTED.get(pipeline_class.__name__, {}).items():
         model = given.get(name)
@@ -52,6 +53,5 @@ def fitted(pipeline_class: type, given: Mapping[str, Any]) -> dict[str, tuple[Ma
         except (KeyError, TypeError):  # a sibling model of another layout: taken as it is (its raise the reason)
             continue
         said = ", ".join(f"{key} {config.get(key)} → {value}" for key, value in changes.items())
-        own = {key: value for key, value in config.items() if not key.startswith("_")}
-        found[name] = ({**own, **changes}, f"the sibling's {name} with {said}")
+        found[name] = (changes, f"the sibling's {name} with {said}")
     return found

@@ -38,7 +38,7 @@ import torch
 from diffusers import ModelMixin, SchedulerMixin
 
 from .fitted_models import fitted
-from .tiny_models import BESIDE, beside, resized
+from .tiny_models import BESIDE, beside, rebuilt, resized
 
 SEED = 0
 ONNX = "OnnxRuntimeModel"  # diffusers' wrapper of an ONNX Runtime session
@@ -53,9 +53,9 @@ def generated(
     `given` holds of another class than the annotated one is replaced only with `replace_schedulers` (census.untested
     asks where the class raised with it: most pipelines run with a sibling's scheduler of another class)."""
     made: dict[str, tuple[Any, str]] = {}
-    for name, (config, how) in fitted(pipeline_class, given).items():
+    for name, (changes, how) in fitted(pipeline_class, given).items():
         with _seeded():
-            made[name] = type(given[name]).from_config(config), how
+            made[name] = rebuilt(given[name], changes), how
     for name, (classes, required) in _annotated(pipeline_class).items():
         present = given.get(name)
         if name in made:

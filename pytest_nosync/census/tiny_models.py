@@ -21,14 +21,17 @@ SIZED: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 }
 
 
+def rebuilt(model: Any, changes: Mapping[str, Any]) -> Any:
+    """A model of `model`'s class (seeded by the caller) of its config with `changes`."""
+    # its own keys only: `_use_default_values` would make from_config drop the changed ones as defaults
+    config = {key: value for key, value in model.config.items() if not key.startswith("_")}
+    return type(model).from_config({**config, **changes})
+
+
 def resized(model: Any) -> Any:
     """`model` rebuilt (seeded by the caller) from its config with its class's changes, or `model` where it has none."""
     change = SIZED.get(type(model).__name__)
-    if change is None:
-        return model
-    # its own keys only: `_use_default_values` would make from_config drop the changed ones as defaults
-    config = {key: value for key, value in model.config.items() if not key.startswith("_")}
-    return type(model).from_config({**config, **change(model.config)})
+    return model if change is None else rebuilt(model, change(model.config))
 
 
 BESIDE: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
