@@ -393,6 +393,22 @@ def _tester_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, p
     return module.Test
 
 
+def _two_modules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *orphans: untested.Exported
+) -> tuple[type, type, list[untested.Exported], list[Path]]:
+    """Two tester modules of other families (test_a's LoopPipeline, test_b's CleanLoopPipeline), their testers, the
+    exports (theirs and `orphans`, of families neither tests) and the two modules' paths (the whole selection)."""
+    u = untested_pipelines
+    a = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
+    b = _tester_module(tmp_path, monkeypatch, "test_b", "CleanLoopPipeline")
+    entries = [
+        untested.Exported("LoopPipeline", "a", u.LoopPipeline),
+        untested.Exported("CleanLoopPipeline", "b", u.CleanLoopPipeline),
+        *orphans,
+    ]
+    return a, b, entries, [tmp_path / "test_a.py", tmp_path / "test_b.py"]
+
+
 def test_another_familys_sibling_module_is_the_one_the_whole_selection_chooses_in_every_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -400,14 +416,8 @@ def test_another_familys_sibling_module_is_the_one_the_whole_selection_chooses_i
     call it shares) is its one module, in a run of both and in the shard holding test_a; the shard holding only
     test_b (told the whole selection) leaves it to that one, so that no two shards check it (census merge refuses)."""
     u = untested_pipelines
-    a = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
-    b = _tester_module(tmp_path, monkeypatch, "test_b", "CleanLoopPipeline")
-    entries = [
-        untested.Exported("LoopPipeline", "a", u.LoopPipeline),
-        untested.Exported("CleanLoopPipeline", "b", u.CleanLoopPipeline),
-        untested.Exported("SyncingLoopPipeline", "orphan", u.SyncingLoopPipeline, deprecated=DEPRECATED),
-    ]
-    both = [tmp_path / "test_a.py", tmp_path / "test_b.py"]
+    orphan = untested.Exported("SyncingLoopPipeline", "orphan", u.SyncingLoopPipeline, deprecated=DEPRECATED)
+    a, b, entries, both = _two_modules(tmp_path, monkeypatch, orphan)
     whole = untested.plan(entries, [a, b])
     assert [(e.name, e.siblings, e.other_family, e.deprecated) for e in whole.untested] == [
         ("SyncingLoopPipeline", (a,), True, DEPRECATED)
@@ -721,14 +731,7 @@ def test_a_class_only_stand_ins_build_is_hosted_by_one_module_in_every_shard(
     test_a's LoopPipeline), so that the shard without it leaves the class to the shard with it (census merge refuses a
     class in two shards), and a run of test_b alone hosts it there."""
     u = untested_pipelines
-    a = _tester_module(tmp_path, monkeypatch, "test_a", "LoopPipeline")
-    b = _tester_module(tmp_path, monkeypatch, "test_b", "CleanLoopPipeline")
-    entries = [
-        untested.Exported("LoopPipeline", "a", u.LoopPipeline),
-        untested.Exported("CleanLoopPipeline", "b", u.CleanLoopPipeline),
-        *_orphans()[1:],
-    ]
-    both = [tmp_path / "test_a.py", tmp_path / "test_b.py"]
+    a, b, entries, both = _two_modules(tmp_path, monkeypatch, *_orphans()[1:])
     shard_a = untested.plan(entries, [a], modules=both, standins=(u.OrphanStandIn,))
     assert {e.name: (e.siblings, e.parent) for e in shard_a.untested} == {
         "OrphanSyncingPipeline": ((u.OrphanStandIn,), a),
