@@ -118,6 +118,17 @@ def allocated_bytes(backend: str) -> int:
     return tensor.memory.allocated
 
 
+def live_bytes(backend: str) -> int:
+    """Bytes the live device tensors asked for: what growth is judged on. CUDA's caching allocator counts a block's
+    size (`allocated_bytes`): rounded up, and a cached block reused whole for a smaller request (a remainder under
+    1 MiB is not split off) counts that remainder too. Which block a request gets depends on what the process did
+    before, so a step that replaced its state with tensors of the same sizes read as growth in one census run and
+    not in the next. `requested_bytes` counts what was asked; the emulated device counts its storages exactly."""
+    if backend == "cuda":
+        return _cuda_stat("requested_bytes", "current")
+    return tensor.memory.allocated
+
+
 def peak_bytes(backend: str) -> int:
     """The most bytes of device memory in use at once since the last `reset_peak` (host-side figures: no sync)."""
     if backend == "cuda":

@@ -1,7 +1,8 @@
 """Allocation growth: device memory that a steady-state step leaves behind, and the line that allocated it.
 
-How much: the device's own counter at each step end (CUDA's caching allocator, or the emulated device's live
-storages), which costs nothing while steps are clean. Where, only when asked (`alloc_sites`, or a re-run of a
+How much: the device's own counter at each step end (the bytes CUDA's caching allocator was asked for, not its
+rounded blocks: see `devices.live_bytes`; or the emulated device's live storages), which costs nothing while steps
+are clean. Where, only when asked (`alloc_sites`, or a re-run of a
 growing call: the suite does this): a dispatch mode notes the allocation site of every new storage and watches it
 die (a weakref on the storage, so a leaked view still counts); a site whose live allocations grow at every judged
 step is the leak. Multistep schedulers legitimately keep `order` model outputs: the first `warmup_steps` steps are
@@ -129,6 +130,8 @@ class MemoryDetector(Detector):
         self._tracker: AllocationTracker | None = None
         self._begin: dict[int, int] = {}
         self._end: dict[int, int] = {}
+        self._block_begin: dict[int, int] = {}  # CUDA's block bytes, reported beside what growth is judged on
+        self._block_end: dict[int, int] = {}
         self._sites: dict[int, dict[str, tuple[int, int, tuple[Frame, ...]]]] = {}
         self._allocations = 0
         self._paused: devices.PausedCollector | None = None
@@ -152,28 +155,29 @@ class MemoryDetector(Detector):
                 self._paused = None
 
     def _amount(self) -> int:
-        return devices.allocated_bytes(self.options.backend)
+        return devices.live_bytes(self.options.backend)
+
+    def _blocks(self, into: dict[int, int], step: int) -> None:
+        if self.options.backend == "cuda":
+            into[step] = devices.allocated_bytes("cuda")
 
     def on_step_begin(self, step: int) -> None:
         if not self._begin and self._paused is not None:  # what the block dropped before its first step is no step's
             self._paused.collect()
         self._begin[step] = self._amount()
+        self._blocks(self._block_begin, step)
 
     def on_step_end(self, step: int) -> None:
         if self._paused is not None:
             self._paused.collect()
         self._end[step] = self._amount()
+        self._blocks(self._block_end, step)
         if self._tracker is not None:
             self._sites[step] = self._tracker.live_by_site()
 
     def growth(self) -> dict[int, int]:
         """Bytes each step left behind: end(k) - end(k-1) (step 0: end(0) - begin(0))."""
-        out: dict[int, int] = {}
-        for step, end in sorted(self._end.items()):
-            before = self._end.get(step - 1, self._begin.get(step))
-            if before is not None:
-                out[step] = end - before
-        return out
+        return _growth(self._begin, self._end)
 
     def judged_steps(self) -> list[int]:
         return [s for s in sorted(self._end) if s >= self.warmup_steps]
@@ -255,11 +259,23 @@ class MemoryDetector(Detector):
 
     def conclude(self, report: Report) -> None:
         report.metrics["alloc_bytes_per_step"] = {str(k): v for k, v in self.growth().items()}
+        if self._block_end:  # the allocator's rounded blocks: growth there alone is not judged (devices.live_bytes)
+            blocks = _growth(self._block_begin, self._block_end)
+            report.metrics["alloc_block_bytes_per_step"] = {str(k): v for k, v in blocks.items()}
         report.metrics["alloc_warmup_steps"] = self.warmup_steps
 
 
 def detectors(options: GuardOptions) -> list[Detector]:
     return [MemoryDetector(options)]
+
+
+def _growth(begin: dict[int, int], end: dict[int, int]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for step, amount in sorted(end.items()):
+        before = end.get(step - 1, begin.get(step))
+        if before is not None:
+            out[step] = amount - before
+    return out
 
 
 def _human(n: int) -> str:
