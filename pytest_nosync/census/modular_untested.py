@@ -8,8 +8,11 @@ those its blocks expect) and called with that config's `get_dummy_inputs` (those
 the run's modular configs whose pipeline class is of the same family (the package of `diffusers.modular_pipelines`
 that exports it), best first by the components their blocks share with the class's; the first whose stand-in builds
 and with which a plain call returns is the one checked through. The steps are its loop blocks', as a config's
-(census.modular). A class with no blocks to build, no sibling config in the run, or a raise with every sibling's
-components and inputs, is counted with that reason, never passed.
+(census.modular). Where no config of its family fits (its blocks load a component the configs' repositories lack:
+Wan 2.2's second transformer, Wan's image encoder), the run's classic testers of the family come next, best first by
+the components their pipeline takes: their dummy components and inputs are what a family's tiny modular repository
+holds, as a config's stand-in is. A class with no blocks to build, no sibling in the run, or a raise with every
+sibling's components and inputs, is counted with that reason, never passed.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..suite.targets.base import CallContext
 from .hub_standins.modular_repos import NoStandIn, components_for
 from .modular import REPO, ModularTester, provider, ready
 from .testers import NotDrivable, _input_binder, _reason, tester_name, untested_name
-from .untested import Exported, Plan, Untested, _raise_site
+from .untested import Exported, Plan, Untested, _init_parameters, _raise_site
 
 
 @dataclass(frozen=True)
@@ -38,12 +41,12 @@ class ModularUntested(Untested):
     blocks_class: type | None = None
 
 
-def plan(classic: Plan, configs: Iterable[type], named: Iterable[str]) -> Plan:
+def plan(classic: Plan, configs: Iterable[type], named: Iterable[str], testers: Iterable[type] = ()) -> Plan:
     """The run's plan: `classic` (census.untested.plan, which counts every ModularPipeline class no config names
-    under one reason) with each such class given to the run's modular `configs` of its family to be driven through,
-    or its own reason. `named`: the pipeline classes the run's testers and configs, and those of their folders,
-    name."""
-    configs, named = list(configs), set(named)
+    under one reason) with each such class given to the run's modular `configs` of its family, then its classic
+    `testers`, to be driven through, or its own reason. `named`: the pipeline classes the run's testers and configs,
+    and those of their folders, name."""
+    configs, testers, named = list(configs), list(testers), set(named)
     by_name = {entry.name: entry for entry in classic.exported}
     untested = list(classic.untested)
     reasons = dict(classic.reasons)
@@ -53,18 +56,20 @@ def plan(classic: Plan, configs: Iterable[type], named: Iterable[str]) -> Plan:
         reasons.pop(entry.name, None)
         blocks = default_blocks(entry.pipeline_class)
         family = [config for config in configs if _family(config, by_name) == entry.family]
+        kin = [tester for tester in testers if _classic_family(tester, by_name) == entry.family]
         if blocks is None:
             reasons[entry.name] = (
                 f"its default_blocks_name ({getattr(entry.pipeline_class, 'default_blocks_name', None)}) names no "
                 "blocks class diffusers exports: no blocks to build it with"
             )
-        elif not family:
+        elif not family and not kin:
             reasons[entry.name] = (
-                f"no modular tester config of its family ({entry.family}) in this run to take components and inputs "
-                "from"
+                f"no modular tester config or classic tester of its family ({entry.family}) in this run to take "
+                "components and inputs from"
             )
         else:
             ranked = sorted(family, key=lambda config: _rank(blocks, config))
+            ranked += sorted(kin, key=lambda tester: _classic_rank(blocks, tester))
             untested.append(ModularUntested(entry.pipeline_class, entry.family, tuple(ranked), blocks_class=blocks))
     return replace(classic, untested=untested, reasons=reasons)
 
@@ -84,6 +89,22 @@ def _family(config: type, exported: Mapping[str, Exported]) -> str | None:
     pipeline = inspect.getattr_static(config, "pipeline_class", None)
     entry = exported.get(getattr(pipeline, "__name__", ""))
     return entry.family if entry is not None and entry.modular else None
+
+
+def _classic_family(tester: type, exported: Mapping[str, Exported]) -> str | None:
+    pipeline = inspect.getattr_static(tester, "pipeline_class", None)
+    for cls in getattr(pipeline, "__mro__", ()):  # a test's own subclass runs its diffusers class
+        entry = exported.get(cls.__name__)
+        if entry is not None and not entry.modular:
+            return entry.family
+    return None
+
+
+def _classic_rank(blocks: type, tester: type) -> tuple[int, int, str]:
+    """A classic tester's rank for a class of these blocks (lower first): the components the blocks load that its
+    pipeline does not take, then how few they share, then its name."""
+    own, theirs = _loaded(blocks), set(_init_parameters(inspect.getattr_static(tester, "pipeline_class")))
+    return (len(own - theirs), -len(own & theirs), tester_name(tester))
 
 
 def _rank(blocks: type, config: type) -> tuple[int, int, int, str]:
@@ -110,9 +131,10 @@ def _loaded(blocks: type) -> set[str]:
 
 class UntestedModularTester(ModularTester):
     """A ModularPipeline class no config names, driven as a modular config: its default blocks, the components of the
-    first sibling config's stand-in that fits (those its blocks expect) and that config's inputs (those its blocks
-    take), the first with which a plain call returns. Where none builds, NotDrivable with the first sibling's lack;
-    where none returns, NotDrivable with the first one's raise and the components its stand-in lacks."""
+    first sibling that fits (a config's stand-in, or a classic tester's dummy components: those its blocks expect) and
+    that sibling's inputs (those its blocks take), the first with which a plain call returns. Where none builds,
+    NotDrivable with the first sibling's lack; where none returns, NotDrivable with the first one's raise and the
+    components its sibling lacks."""
 
     def __init__(self, untested: ModularUntested) -> None:
         self.untested = untested
@@ -126,8 +148,17 @@ class UntestedModularTester(ModularTester):
 
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
-        self.repo = inspect.getattr_static(sibling, REPO)
+        self.repo = inspect.getattr_static(sibling, REPO, None)  # None: a classic tester
         self._inputs = _input_binder(sibling.get_dummy_inputs)
+
+    def components(self) -> dict[str, Any]:
+        """The sibling config's stand-in's components, or the classic sibling's dummy components."""
+        if self.repo is not None:
+            return super().components()
+        try:
+            return self.instance.get_dummy_components()
+        except Exception as exc:  # the sibling's own components fail to build: no verdict on the class
+            raise NotDrivable(_reason(f"{self.cls.__qualname__}.get_dummy_components()", exc)) from exc
 
     def build(self, device: torch.device, dtype: torch.dtype) -> Any:
         if self._chosen is None:
@@ -155,7 +186,8 @@ class UntestedModularTester(ModularTester):
         try:
             pipe.update_components(**{name: value for name, value in given.items() if name in pipe._component_specs})
         except Exception as exc:  # components its blocks refuse are the stand-in's misfit, not the class's raise
-            raise NotDrivable(_reason(f"the stand-in of {self.repo} in {self.pipeline_class.__name__}", exc)) from exc
+            source = f"the stand-in of {self.repo}" if self.repo is not None else _given(self.cls)
+            raise NotDrivable(_reason(f"{source} in {self.pipeline_class.__name__}", exc)) from exc
         return ready(pipe, device, dtype)
 
     def _lacking(self, pipe: Any) -> list[str]:
@@ -187,6 +219,14 @@ class UntestedModularTester(ModularTester):
         others = " (and every other sibling's)" if len(raised) > 1 else ""
         unbuilt = f"; {len(lacks)} other sibling(s) not built here: {lacks[0]}" if lacks else ""
         raise NotDrivable(
-            f"with the components of its sibling {sibling.__qualname__}'s stand-in{without} and its inputs{others}, "
+            f"with {_given(sibling)}{without} and its inputs{others}, "
             f"{_reason('a plain call', exc)} at {_raise_site(exc)}{unbuilt}"
         )
+
+
+def _given(sibling: type) -> str:
+    """Where a sibling's components come from, for a reason."""
+    repo = inspect.getattr_static(sibling, REPO, None)
+    if repo is None:
+        return f"the dummy components of its classic sibling {sibling.__qualname__}"
+    return f"the components of its sibling {sibling.__qualname__}'s stand-in"

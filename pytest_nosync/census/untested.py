@@ -364,8 +364,11 @@ def named_in(folders: Iterable[Path]) -> set[str]:
 def module_families(root: Path, modules: Iterable[str]) -> dict[str, set[str]]:
     """Each test module's diffusers families that export a class no module of these names: those of the pipeline
     classes it names (named_by). --nosync-shard keeps the modules sharing one in one shard,
-    never split: the family's untested classes are then planned in one shard, through the sibling one run takes."""
-    families = _families("diffusers.pipelines")
+    never split: the family's untested classes are then planned in one shard, through the sibling one run takes. A
+    family's ModularPipeline classes count too: one no config names is driven through the family's classic testers
+    where its configs do not fit (census.modular_untested), so its modular and classic folders stay together."""
+    modular = {n: f for n, f in _families("diffusers.modular_pipelines").items() if n.endswith("ModularPipeline")}
+    families = {**_families("diffusers.pipelines"), **modular}
     named = {module: named_by(root / module) for module in modules}
     tested = set().union(*named.values())
     open_families = {family for name, family in families.items() if name not in tested}

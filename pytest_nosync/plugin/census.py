@@ -184,7 +184,7 @@ class Census:
         # sibling module as one run would (census.untested.plan)
         modules = [config.rootpath / m for m in candidate_modules(config)]
         classic = untested.plan(exported, self._testers, named, modules, standin_testers.TESTERS)
-        planned = modular_untested.plan(classic, self._modular, named)
+        planned = modular_untested.plan(classic, self._modular, named, self._testers)
         for entry in planned.untested:
             parent = UntestedClass.from_parent(testers[entry.parent], name=entry.name)
             for item in self._checks(parent, entry):

@@ -15,6 +15,7 @@ from pytest_nosync.census.hub_standins import modular_repos
 from tests.census.test_modular_testers import CONFIGS, REPO
 from tests.twins import modular_loop
 from tests.twins import modular_untested_pipelines as twins
+from tests.twins.loop_pipeline import LoopPipeline
 
 SIBLING = "test_modular_pipeline_loop.py::TestLoopModularPipelineFast"
 NAMED_CONFIGS = CONFIGS.format(read=False, repo=REPO).replace(
@@ -63,8 +64,8 @@ def test_an_unnamed_modular_class_is_built_from_its_blocks_a_sync_at_its_line_th
     assert f"FAILED {SIBLING}::SyncingLoopModularPipeline::nosync[syncs]" in out, out
     assert "nosync: 3 of 4 exported pipeline classes checked (2 through a sibling tester); 1 not:" in out, out
     assert (
-        "  1 class(es): no modular tester config of its family (lone) in this run to take components and inputs "
-        "from (e.g. LoneModularPipeline)" in out
+        "  1 class(es): no modular tester config or classic tester of its family (lone) in this run to take "
+        "components and inputs from (e.g. LoneModularPipeline)" in out
     ), out
     doc = json.loads((pytester.path / "report.json").read_text())
     outcomes = doc["census"]["outcomes"]
@@ -128,5 +129,68 @@ def test_the_plan_counts_a_class_with_no_blocks_and_one_of_a_family_with_no_conf
     planned = modular_untested.plan(classic, [], {"LoopModularPipeline"})
     assert planned.untested == []
     assert planned.reasons["NoBlocksModularPipeline"].startswith("its default_blocks_name (NoSuchBlocks) names no")
-    assert planned.reasons["LoneModularPipeline"].startswith("no modular tester config of its family (lone)")
+    assert planned.reasons["LoneModularPipeline"].startswith("no modular tester config or classic tester of its family")
     assert "LoopModularPipeline" not in planned.reasons
+
+
+CLASSIC_LONE = """
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline
+from tests.twins.modular_loop import Scheduler
+
+
+class TestLoneLoop:  # a classic tester of the lone family, whose modular class no config names
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        generator = torch.Generator("cpu").manual_seed(seed)
+        return {"latents": torch.randn(2, 8, generator=generator), "num_inference_steps": 2, "strength": 1.0}
+"""
+CLASSIC = "test_lone_loop.py::TestLoneLoop"
+
+
+@pytest.mark.parametrize("blocks", ["LoopBlocks", "SyncingLoopBlocks"])
+def test_a_modular_class_no_config_of_its_family_has_is_built_from_its_classic_testers_components(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, blocks: str
+) -> None:
+    """Its default blocks, the classic tester's dummy components and the inputs they take: the clean blocks pass, the
+    syncing ones fail at their line; the coverage line counts it checked."""
+    exported = [*twins.exported(), untested.Exported("LoopPipeline", "lone", LoopPipeline)]
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: exported)
+    monkeypatch.setattr(twins.LoneModularPipeline, "default_blocks_name", blocks)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS, test_lone_loop=CLASSIC_LONE)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args)
+    out = result.stdout.str()
+    lone = f"{ids.untested_tester(CLASSIC, 'LoneModularPipeline')}::nosync[syncs]"
+    if blocks == "SyncingLoopBlocks":
+        result.assert_outcomes(passed=3, failed=2)
+        assert f"FAILED {lone}" in out, out
+        line = twins.line_of("syncs per step", twins.SyncingLoopDenoiser)
+        assert out.count(f"modular_untested_pipelines.py:{line}") >= 2, out  # the lone class's and its sibling's
+    else:
+        result.assert_outcomes(passed=4, failed=1)
+        assert f"FAILED {lone}" not in out, out
+    assert "nosync: 5 of 5 exported pipeline classes checked (3 through a sibling tester)" in out, out
+
+
+def test_a_classic_tester_comes_after_the_configs_of_the_family() -> None:
+    class TestLoop:
+        pipeline_class = LoopPipeline
+
+    class Config:
+        pipeline_class = twins.LoopModularPipeline
+        pipeline_blocks_class = twins.LoopBlocks
+        pretrained_model_name_or_path = REPO
+
+    exported = [*twins.exported(), untested.Exported("LoopPipeline", twins.FAMILY, LoopPipeline)]
+    classic = untested.plan(exported, [TestLoop], named_elsewhere={"LoopModularPipeline", "LoopPipeline"})
+    planned = modular_untested.plan(classic, [Config], {"LoopModularPipeline", "LoopPipeline"}, [TestLoop])
+    siblings = {entry.name: entry.siblings for entry in planned.untested}
+    assert siblings["SyncingLoopModularPipeline"] == (Config, TestLoop)
+    assert "LoneModularPipeline" in planned.reasons  # no tester of its family

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_nosync import cli
 from pytest_nosync.census import shards
+from pytest_nosync.census.untested import module_families
 
 TESTER = """
 import unittest
@@ -253,6 +254,21 @@ def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
     assert together.shards == (("a/test_1.py", "c/test_3.py", "e/test_5.py"), ("b/test_2.py", "d/test_4.py"))
     three = shards.pack(modules, durations, 3, kin)  # 15 s, above a share (35 / 3), and still never split
     assert ("a/test_1.py", "c/test_3.py", "e/test_5.py") in three.shards, three.shards
+
+
+def test_a_familys_classic_and_modular_folders_are_kin_where_a_modular_class_no_config_names_is_exported(
+    tmp_path: Path,
+) -> None:
+    """Wan 2.2's ModularPipeline classes, which no config names, are driven through the family's classic testers
+    (census.modular_untested): the classic and the modular folders are one family for packing."""
+    classic, modular = "tests/pipelines/wan/test_wan.py", "tests/modular_pipelines/wan/test_modular_pipeline_wan.py"
+    for module, named in ((classic, "WanPipeline"), (modular, "WanModularPipeline")):
+        (tmp_path / module).parent.mkdir(parents=True)
+        (tmp_path / module).write_text(f"class TestIt:\n    pipeline_class = {named}\n")
+    kin = module_families(tmp_path, [classic, modular])
+    assert kin[classic] == kin[modular] == {"wan"}
+    durations = {f"{m}::T::nosync[syncs]": 10.0 for m in (classic, modular)}
+    assert shards.pack([classic, modular], durations, 2, kin).shards == ((modular, classic), ())
 
 
 def test_a_class_checked_through_a_sibling_in_one_shard_and_checked_in_another_is_refused(
