@@ -178,7 +178,6 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
 @pytest.mark.parametrize(
     ("repo", "reason"),
     [
-        ("hf-internal-testing/tiny-krea2-modular-pipe", "12 fixed text encoder layers"),
         ("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe", "distilled_sigmas"),
         ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
         ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
@@ -251,6 +250,84 @@ def test_a_repository_built_in_code_gives_its_blocks_every_component_they_load(
     components = modular_repos.components_for(repo)()
     assert set(components) == loaded - absent
     pipeline.update_components(**components)
+
+
+def _krea2_classic_components() -> dict:
+    """Components as Krea 2's classic tester gives them: a text encoder of 2 layers, a transformer taking 3 (its
+    pipeline selects layers 0..2)."""
+    import torch
+    from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, Krea2Transformer2DModel
+    from transformers import Qwen3VLConfig, Qwen3VLModel
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    torch.manual_seed(0)
+    heads = {"num_attention_heads": 2, "num_key_value_heads": 2}
+    text = {"hidden_size": 16, "intermediate_size": 16, "num_hidden_layers": 2, "head_dim": 8, **heads}
+    vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 16, "num_heads": 2, "out_hidden_size": 16}
+    return {
+        "transformer": Krea2Transformer2DModel(
+            in_channels=16,
+            num_layers=1,
+            attention_head_dim=8,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=32,
+            timestep_embed_dim=8,
+            text_hidden_dim=16,
+            num_text_layers=3,
+            text_num_attention_heads=2,
+            text_num_key_value_heads=1,
+            text_intermediate_size=16,
+            num_layerwise_text_blocks=1,
+            num_refiner_text_blocks=1,
+            axes_dims_rope=(4, 2, 2),
+        ),
+        "vae": AutoencoderKLQwenImage(
+            base_dim=24,
+            z_dim=4,
+            dim_mult=[1, 2, 4],
+            num_res_blocks=1,
+            temperal_downsample=[False, True],
+            latents_mean=[0.0] * 4,
+            latents_std=[1.0] * 4,
+        ),
+        "scheduler": FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=True),
+        "text_encoder": Qwen3VLModel(Qwen3VLConfig(text_config=text, vision_config=vision, vocab_size=152064)).eval(),
+        "tokenizer": modular_builds._qwen2_tokenizer(),
+    }
+
+
+@pytest.mark.parametrize("blocks", ["Krea2AutoBlocks", "Krea2TurboAutoBlocks"])
+def test_krea2s_stand_in_deepens_the_classic_text_encoder_to_the_layers_its_blocks_read(
+    monkeypatch: pytest.MonkeyPatch, blocks: str
+) -> None:
+    """Bug twin: the classic tester's components raise in the blocks' text encoder step (they stack hidden states up
+    to the 36th); the stand-in's return a call."""
+    import torch
+    from diffusers import modular_pipelines
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    monkeypatch.setattr(modular_builds, "_classic_components", lambda *source: _krea2_classic_components())
+    inputs = {"prompt": "a cat", "num_inference_steps": 2, "height": 32, "width": 32, "max_sequence_length": 16,
+              "output_type": "pt"}  # fmt: skip
+    for components, raises in (
+        (_krea2_classic_components(), True),
+        (modular_repos.components_for(REPO_KREA2)(), False),
+    ):
+        pipe = getattr(modular_pipelines, blocks)().init_pipeline(None)
+        pipe.update_components(**{k: v for k, v in components.items() if k in pipe._component_specs})
+        if raises:
+            with pytest.raises(IndexError):
+                pipe(**inputs, generator=torch.Generator().manual_seed(0))
+        else:
+            assert components["text_encoder"].config.text_config.num_hidden_layers == 35
+            assert components["transformer"].config.num_text_layers == 12
+            assert pipe(**inputs, generator=torch.Generator().manual_seed(0)) is not None
+
+
+REPO_KREA2 = "hf-internal-testing/tiny-krea2-modular-pipe"
 
 
 def test_a_stand_in_whose_components_the_blocks_refuse_is_not_checked_with_its_reason(

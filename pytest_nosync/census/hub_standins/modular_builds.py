@@ -1,4 +1,5 @@
-"""Components built in code for the Modular Diffusers repositories of families with no classic tester to borrow from.
+"""Components built in code for the Modular Diffusers repositories of families with no classic tester to borrow from,
+or whose classic tester's components the blocks need resized (Krea 2).
 
 Each function returns a modular repository's components by name (census.hub_standins.modular_repos.MODULAR_STANDINS):
 tiny configs of the model classes its blocks' `expected_components` name, sized to fit one another and the tester's
@@ -39,6 +40,8 @@ from transformers import (
     UMT5EncoderModel,
 )
 
+from ..tiny_models import rebuilt
+from .modular_repos import _classic_components
 from .seeded import seeded_model
 from .text_repos import T5_WIDTH, save_llama_tokenizer, save_qwen2_tokenizer, save_t5_tokenizer, t5_config
 
@@ -229,3 +232,22 @@ def wan_animate_2() -> dict[str, Any]:
         "vae": vae,
         "scheduler": FlowMatchEulerDiscreteScheduler(shift=7.0),
     }
+
+
+KREA2_TEXT_LAYERS = 35  # hidden states 0..35: the modular blocks stack a fixed 12 of them, up to the 36th
+
+
+def krea2() -> dict[str, Any]:
+    """Krea 2's classic tester's components, its text encoder deep enough for the modular blocks' fixed selection of
+    12 hidden states (KREA2_TEXT_ENCODER_SELECT_LAYERS, the released model's) and its transformer taking 12 text
+    layers: the classic pipeline selects 3 of 2 layers (its `text_encoder_select_layers`, which the blocks never
+    read)."""
+    components = _classic_components("tests.pipelines.krea2.test_krea2", "Krea2PipelineFastTests")
+    encoder = components["text_encoder"]
+    config = encoder.config.to_dict()
+    text = {k: v for k, v in config["text_config"].items() if k != "layer_types"}  # derived again from the depth
+    config["text_config"] = {**text, "num_hidden_layers": KREA2_TEXT_LAYERS}
+    deeper = type(encoder.config).from_dict(config)
+    components["text_encoder"] = seeded_model(lambda: type(encoder)(deeper).eval())
+    components["transformer"] = seeded_model(lambda: rebuilt(components["transformer"], {"num_text_layers": 12}))
+    return components

@@ -122,12 +122,10 @@ MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-ernie-image-modular-pipe": _built("ernie_image"),
     "hf-internal-testing/tiny-wan-animate-2-modular": _built("wan_animate_2"),
     "hf-internal-testing/tiny-wan-animate-2-distilled-modular": _built("wan_animate_2"),
+    "hf-internal-testing/tiny-krea2-modular-pipe": _built("krea2"),
+    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _built("krea2"),
 }
 
-_KREA2 = (
-    "the modular Krea2 blocks read 12 fixed text encoder layers up to the 36th (KREA2_TEXT_ENCODER_SELECT_LAYERS) "
-    "into a transformer taking 12; the classic Krea2 tester's text encoder has 2 and its transformer takes 3"
-)
 _QWEN_VL_PROCESSOR = (
     "the blocks' {processor}, which their text encoder step calls on every prompt, needs torchvision to be built "
     "(transformers requires it for its {video}), and no classic tester's components fit the blocks to stand in"
@@ -146,8 +144,6 @@ MISFITS: dict[str, str] = {
         "the LTX-2.5 blocks decode with a diffusion_decoder (LTX2VideoDiffusionDecoderModel) that no classic "
         "tester's components include"
     ),
-    "hf-internal-testing/tiny-krea2-modular-pipe": _KREA2,
-    "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _KREA2,
     "hf-internal-testing/tiny-minimax-h3-modular-pipe": _QWEN_VL_PROCESSOR.format(
         processor="Qwen3VLProcessor", video="Qwen3VLVideoProcessor"
     ),
