@@ -178,7 +178,6 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
 @pytest.mark.parametrize(
     ("repo", "reason"),
     [
-        ("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe", "distilled_sigmas"),
         ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
         ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
         ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
@@ -328,6 +327,30 @@ def test_krea2s_stand_in_deepens_the_classic_text_encoder_to_the_layers_its_bloc
 
 
 REPO_KREA2 = "hf-internal-testing/tiny-krea2-modular-pipe"
+
+
+def test_the_distilled_cosmos3_stand_in_gives_its_blocks_the_fixed_schedule_and_its_scheduler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bug twin: the classic tester's components leave the distilled blocks' set-timesteps step without a schedule (it
+    raises); the stand-in sets the pipeline config as the repository's `modular_model_index.json` does."""
+    from diffusers import UniPCMultistepScheduler
+    from diffusers.modular_pipelines import Cosmos3DistilledBlocks
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    classic = {"scheduler": UniPCMultistepScheduler()}  # the classic Cosmos 3 tester's scheduler class
+    monkeypatch.setattr(modular_builds, "_classic_components", lambda *source: dict(classic))
+    stand_in = modular_repos.components_for("hf-internal-testing/tiny-cosmos3-distilled-modular-pipe")()
+    block = Cosmos3DistilledBlocks().sub_blocks["denoise"].sub_blocks["set_timesteps"]
+    for components, raises in ((classic, True), (stand_in, False)):
+        pipe = block.init_pipeline(None)
+        pipe.update_components(**components)
+        if raises:
+            with pytest.raises(ValueError, match="requires the pipeline config `distilled_sigmas`"):
+                pipe(num_inference_steps=4, output="timesteps")
+        else:
+            assert len(pipe(num_inference_steps=4, output="timesteps")) == 4
 
 
 def test_a_stand_in_whose_components_the_blocks_refuse_is_not_checked_with_its_reason(

@@ -251,3 +251,17 @@ def krea2() -> dict[str, Any]:
     components["text_encoder"] = seeded_model(lambda: type(encoder)(deeper).eval())
     components["transformer"] = seeded_model(lambda: rebuilt(components["transformer"], {"num_text_layers": 12}))
     return components
+
+
+# A distilled Cosmos 3 repository's `modular_model_index.json` sets the pipeline config's fixed schedule, which its
+# blocks read (and refuse to run without), for the flow-matching scheduler their set-timesteps step names; the tiny
+# repository's schedule has 4 steps (its tester's `num_inference_steps`), whose values are not known here: 4 evenly
+# spaced sigmas, the step count being what the census's checks depend on.
+COSMOS3_DISTILLED_SIGMAS = [1.0, 0.75, 0.5, 0.25]
+
+
+def cosmos3_distilled() -> dict[str, Any]:
+    """Cosmos 3's classic tester's components with the distilled repository's scheduler and fixed schedule."""
+    components = _classic_components("tests.pipelines.cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests")
+    components["scheduler"] = FlowMatchEulerDiscreteScheduler()
+    return {**components, "distilled_sigmas": COSMOS3_DISTILLED_SIGMAS}  # a config value: update_components sets it

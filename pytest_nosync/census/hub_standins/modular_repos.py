@@ -118,6 +118,7 @@ def _built(name: str) -> Components:
 # repository id -> its components, for repositories a classic tester's components do not fit as they are
 MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
+    "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": _built("cosmos3_distilled"),
     "hf-internal-testing/tiny-anima-modular-pipe": _built("anima"),
     "akshan-main/tiny-ernie-image-modular-pipe": _built("ernie_image"),
     "hf-internal-testing/tiny-wan-animate-2-modular": _built("wan_animate_2"),
@@ -132,10 +133,6 @@ _QWEN_VL_PROCESSOR = (
 )
 # repository id -> why no stand-in fits its blocks, here (no stand-in, with that reason)
 MISFITS: dict[str, str] = {
-    "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": (
-        "the distilled Cosmos3 blocks need the pipeline config's distilled_sigmas, which the hub repository's "
-        "modular_model_index.json sets and components alone cannot"
-    ),
     "hf-internal-testing/tiny-helios-pyramid-modular-pipe": (
         "the pyramid Helios blocks need a multi-stage HeliosScheduler; the classic Helios tester's has one stage "
         "and no classic tester builds the pyramid one"
