@@ -178,7 +178,6 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
 @pytest.mark.parametrize(
     ("repo", "reason"),
     [
-        ("hf-internal-testing/tiny-helios-pyramid-modular-pipe", "multi-stage HeliosScheduler"),
         ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
         ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
     ],
@@ -327,6 +326,28 @@ def test_krea2s_stand_in_deepens_the_classic_text_encoder_to_the_layers_its_bloc
 
 
 REPO_KREA2 = "hf-internal-testing/tiny-krea2-modular-pipe"
+
+
+def test_the_helios_pyramid_stand_in_has_the_testers_two_stages_and_a_block_noise_the_cpu_can_draw(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its scheduler has the stages the pyramid tester's steps list has; the block noise correction of its blocks
+    draws with the scheduler's gamma: the default one's covariance is singular (a float32 Cholesky on the CPU raises),
+    the stand-in's is not."""
+    import torch
+    from diffusers import HeliosScheduler
+    from diffusers.modular_pipelines.helios.denoise import sample_block_noise
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    classic = {"scheduler": HeliosScheduler(stage_range=[0, 1], stages=1)}  # the classic Helios tester's: one stage
+    monkeypatch.setattr(modular_builds, "_classic_components", lambda *source: dict(classic))
+    scheduler = modular_repos.components_for("hf-internal-testing/tiny-helios-pyramid-modular-pipe")()["scheduler"]
+    assert scheduler.config.stages == 2
+    draw = {"generator": torch.Generator().manual_seed(0), "device": torch.device("cpu")}
+    with pytest.raises(torch.linalg.LinAlgError):
+        sample_block_noise(1, 4, 2, 4, 4, HeliosScheduler().config.gamma, **draw)
+    assert sample_block_noise(1, 4, 2, 4, 4, scheduler.config.gamma, **draw).shape == (1, 4, 2, 4, 4)
 
 
 def test_the_distilled_cosmos3_stand_in_gives_its_blocks_the_fixed_schedule_and_its_scheduler(

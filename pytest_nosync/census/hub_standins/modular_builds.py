@@ -22,6 +22,7 @@ from diffusers import (
     CosmosTransformer3DModel,
     ErnieImageTransformer2DModel,
     FlowMatchEulerDiscreteScheduler,
+    HeliosScheduler,
     WanAnimate2Transformer3DModel,
 )
 from diffusers.utils import is_torchvision_available
@@ -265,3 +266,13 @@ def cosmos3_distilled() -> dict[str, Any]:
     components = _classic_components("tests.pipelines.cosmos.test_cosmos3", "Cosmos3OmniPipelineFastTests")
     components["scheduler"] = FlowMatchEulerDiscreteScheduler()
     return {**components, "distilled_sigmas": COSMOS3_DISTILLED_SIGMAS}  # a config value: update_components sets it
+
+
+def helios_pyramid() -> dict[str, Any]:
+    """Helios's classic tester's components with a pyramid scheduler: two stages, as the pyramid tester's
+    `pyramid_num_inference_steps_list` has ([2, 2]; the classic tester's has one). Its block noise correction draws
+    from a covariance over each 2x2 patch whose smallest eigenvalue is 1 - 3 * gamma: the default gamma (1/3) leaves
+    it singular but for a 1e-8 jitter, which a float32 Cholesky on the CPU refuses; 0.25 keeps it positive."""
+    components = _classic_components("tests.pipelines.helios.test_helios", "HeliosPipelineFastTests")
+    components["scheduler"] = HeliosScheduler(stages=2, stage_range=[0, 0.5, 1], gamma=0.25, use_dynamic_shifting=True)
+    return components
