@@ -14,7 +14,9 @@ built_repos   a stand-in built once into a directory, reused while complete and 
 installation  `from_pretrained("<hub id>")` finding the stand-ins (an overlay cache, offline mode on)
 reachability  whether the hub can be reached, decided quickly
 modular_repos the Modular Diffusers testers' repositories: their components, built in code (census.modular)
-modular_builds  the components of the modular repositories of families with no classic tester to borrow from
+modular_builds  the components of the modular repositories of families with no classic tester to borrow from, or
+              whose classic tester's components their blocks need changed
+classic_components  a family's classic tester's dummy components, which modular stand-ins are made of
 """
 
 from .built_repos import default_root, materialize

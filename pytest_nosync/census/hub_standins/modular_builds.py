@@ -42,7 +42,7 @@ from transformers import (
 )
 
 from ..tiny_models import rebuilt
-from .modular_repos import _classic_components
+from .classic_components import classic_components as _classic_components
 from .seeded import seeded_model
 from .text_repos import T5_WIDTH, save_llama_tokenizer, save_qwen2_tokenizer, save_t5_tokenizer, t5_config
 

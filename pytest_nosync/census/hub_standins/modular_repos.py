@@ -20,6 +20,9 @@ import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from .classic_components import NoStandIn
+from .classic_components import classic_components as _classic_components
+
 Components = Callable[[], dict[str, Any]]
 
 # repository id -> (the classic tester's module, its class), importable in a diffusers checkout's test run
@@ -61,10 +64,6 @@ FROM_CLASSIC_TESTERS = {
 }
 
 
-class NoStandIn(Exception):
-    """The repository has no stand-in here; the message says which and why, one sentence."""
-
-
 def components_for(repo: str) -> Components:
     """The function building the components of `repo`'s stand-in; NoStandIn where it has none."""
     if repo in MISFITS:
@@ -85,14 +84,6 @@ def components_for(repo: str) -> Components:
 def torchvision_importable() -> bool:
     """Whether torchvision can be imported here (found, not imported: collection stays cheap)."""
     return importlib.util.find_spec("torchvision") is not None
-
-
-def _classic_components(module: str, name: str) -> dict[str, Any]:
-    try:
-        tester = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise NoStandIn(f"its stand-in's classic tester {module}.{name} cannot be imported: {exc}") from exc
-    return tester().get_dummy_components()
 
 
 def _hunyuan_video1_5_own_guider() -> dict[str, Any]:
