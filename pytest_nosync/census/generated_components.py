@@ -18,11 +18,14 @@ does not take), made from what the sibling gives, by the component's annotation,
 - a **model the sibling gives, of its config changed** where the class concatenates more channels into it
   (census.fitted_models: CogView4's control pipeline, Lucy's edit);
 - a **model of the class of one the sibling gives** under another name (`transformer_2` beside `transformer`): that
-  class from the same config, seeded (Wan 2.2's second expert).
+  class from the same config, seeded (Wan 2.2's second expert);
+- a **model or processor of a class no sibling gives**, by the annotated class's name (census.made_models): built
+  tiny in code, seeded, sized from the components beside it (HunyuanVideo 1.5's SigLIP tower as wide as its
+  transformer embeds image features; HunyuanImage's refiner VAE).
 
-A component none of these can make stays missing: the class keeps its reason. Every model is built seeded, the run's
-own random stream left as it was. A class requiring an ONNX Runtime model (`onnx_components`) is built from nothing:
-its models run on ONNX Runtime, not torch.
+A component none of these can make stays missing (as one whose build raises): the class keeps its reason. Every model
+is built seeded, the run's own random stream left as it was. A class requiring an ONNX Runtime model
+(`onnx_components`) is built from nothing: its models run on ONNX Runtime, not torch.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from typing import Any
 import torch
 from diffusers import ModelMixin, SchedulerMixin
 
+from . import made_models
 from .fitted_models import fitted
 from .tiny_models import BESIDE, beside, rebuilt, resized
 
@@ -71,6 +75,10 @@ def generated(
             if value is not None:
                 made[name] = value
                 break
+        else:  # none made it: one built tiny in code, sized from the components beside it
+            value = _built(_classes(pipeline_class).get(name, ()), {**given, **{n: v for n, (v, _) in made.items()}})
+            if value is not None:
+                made[name] = value
     return made
 
 
@@ -90,6 +98,8 @@ def makeable(pipeline_class: type, name: str, sibling_class: type) -> bool:
     """Whether `generated` can make `pipeline_class`'s component `name` from the components of a pipeline of
     `sibling_class` (by their `__init__`s' annotations: a plan chooses siblings before any is built)."""
     classes, _ = _annotated(pipeline_class).get(name, ((), False))
+    if made_models.buildable(_classes(pipeline_class).get(name, ())) is not None:
+        return True
     theirs = _annotated(sibling_class)
     if "scheduler" in theirs and any(issubclass(c, SchedulerMixin) for c in classes):
         return True
@@ -118,12 +128,21 @@ def _init_hints(pipeline_class: type) -> dict[str, tuple[Any, bool]]:
 
 
 @functools.lru_cache(maxsize=512)
+def _classes(pipeline_class: type) -> dict[str, tuple[type, ...]]:
+    """`__init__`'s parameters: name → the classes its annotation names."""
+    return {
+        name: tuple(m for m in _members(hint) if inspect.isclass(m))
+        for name, (hint, _) in _init_hints(pipeline_class).items()
+    }
+
+
+@functools.lru_cache(maxsize=512)
 def _annotated(pipeline_class: type) -> dict[str, tuple[tuple[type, ...], bool]]:
     """`__init__`'s parameters: name → (the scheduler and model classes its annotation names, required)."""
     return {
-        name: (tuple(m for m in _members(hint) if inspect.isclass(m) and issubclass(m, (ModelMixin, SchedulerMixin))),
+        name: (tuple(c for c in _classes(pipeline_class)[name] if issubclass(c, (ModelMixin, SchedulerMixin))),
                required)
-        for name, (hint, required) in _init_hints(pipeline_class).items()
+        for name, (_, required) in _init_hints(pipeline_class).items()
     }  # fmt: skip
 
 
@@ -180,6 +199,18 @@ def _same_class(name: str, classes: tuple[type, ...], given: Mapping[str, Any]) 
             how = f"a second {type(model).__name__} of the sibling's {other}'s config"
             return copy, how
     return None
+
+
+def _built(classes: tuple[type, ...], components: Mapping[str, Any]) -> tuple[Any, str] | None:
+    cls = made_models.buildable(classes)
+    if cls is None:
+        return None
+    try:
+        with _seeded():
+            model = made_models.made(cls, components)
+    except Exception:  # its backend missing (transformers' placeholder), sizes it refuses: the component stays missing
+        return None
+    return model, f"a tiny {type(model).__name__} built in code"
 
 
 @contextlib.contextmanager

@@ -724,6 +724,73 @@ def test_a_model_the_class_feeds_more_channels_is_the_siblings_of_its_config_cha
     assert generated_components.generated(CogView4ControlPipeline, given) == {}
 
 
+def test_a_model_or_processor_no_sibling_gives_is_built_tiny_seeded_and_sized_to_the_siblings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bug twin: HunyuanVideo 1.5's image-to-video class requires a SigLIP tower and its processor, Z-Image Omni a
+    SigLIP 2 pair, HunyuanImage's refiner a VAE of its own class; no sibling tester gives them in any form, and each
+    class was counted with "needs the component(s)". They are built tiny in code by their class's name
+    (census.made_models), seeded, the run's random stream untouched, a tower as wide as the transformer embeds its
+    features (what the pipelines read), taking what its processor gives; the refiner's VAE latents a quarter of the
+    transformer's input. A component whose class no entry builds stays missing: the class keeps its reason."""
+    import PIL.Image
+    import transformers
+    from diffusers import (
+        AutoencoderKLHunyuanImageRefiner,
+        ConfigMixin,
+        HunyuanImageRefinerPipeline,
+        HunyuanVideo15ImageToVideoPipeline,
+        ModelMixin,
+        ZImageOmniPipeline,
+    )
+    from diffusers.configuration_utils import register_to_config
+    from transformers.utils.import_utils import DummyObject
+
+    from pytest_nosync.census import generated_components, made_models
+
+    class Sizes(ModelMixin, ConfigMixin):  # the transformer's sizes the classes read
+        @register_to_config
+        def __init__(self, in_channels: int = 8, image_embed_dim: int = 12, siglip_feat_dim: int = 24) -> None:
+            super().__init__()
+
+    given = {"transformer": Sizes()}
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    made = {}
+    for pipeline in (HunyuanVideo15ImageToVideoPipeline, ZImageOmniPipeline, HunyuanImageRefinerPipeline):
+        made.update(generated_components.generated(pipeline, given))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    image = PIL.Image.new("RGB", (24, 20), "white")
+    tower, how = made["image_encoder"]
+    assert isinstance(tower, transformers.SiglipVisionModel) and how == "a tiny SiglipVisionModel built in code"
+    processor = made["feature_extractor"][0]
+    assert tower(**processor(images=image, return_tensors="pt")).last_hidden_state.shape[-1] == 12
+    tower2, processor2 = made["siglip"][0], made["siglip_processor"][0]
+    assert isinstance(tower2, transformers.Siglip2VisionModel)
+    assert tower2(**processor2(images=[image], return_tensors="pt")).last_hidden_state.shape[-1] == 24
+    vae, how = made["vae"]
+    assert isinstance(vae, AutoencoderKLHunyuanImageRefiner) and vae.config.latent_channels == 2
+    assert how == "a tiny AutoencoderKLHunyuanImageRefiner built in code"
+    again = generated_components.generated(HunyuanVideo15ImageToVideoPipeline, given)["image_encoder"][0]
+    assert all(torch.equal(a, b) for a, b in zip(tower.state_dict().values(), again.state_dict().values(), strict=True))
+    assert generated_components.makeable(HunyuanVideo15ImageToVideoPipeline, "image_encoder", ZImageOmniPipeline)
+
+    # transformers' stand-in for a processor whose backend is not installed is built of the one installed
+    placeholder = DummyObject("Siglip2ImageProcessor", (), {"_backends": ["torchvision"]})
+    assert made_models._backed(placeholder) is transformers.Siglip2ImageProcessorPil
+
+    class Wider(HunyuanVideo15ImageToVideoPipeline):  # a tower no entry builds
+        def __init__(self, transformer: Sizes, image_encoder: transformers.CLIPVisionModelWithProjection) -> None: ...
+
+    Wider.__init__.__annotations__ = {"transformer": Sizes, "image_encoder": transformers.CLIPVisionModelWithProjection}
+    assert "image_encoder" not in generated_components.generated(Wider, given)
+    assert not generated_components.makeable(Wider, "image_encoder", ZImageOmniPipeline)
+    assert untested._lack_of(Wider, untested_pipelines.LoopPipeline) == "takes no image_encoder"
+    monkeypatch.delitem(made_models.MADE, "SiglipVisionModel")
+    assert "image_encoder" not in generated_components.generated(HunyuanVideo15ImageToVideoPipeline, given)
+    assert not generated_components.makeable(HunyuanVideo15ImageToVideoPipeline, "image_encoder", ZImageOmniPipeline)
+
+
 def test_a_class_only_stand_ins_build_is_hosted_by_one_module_in_every_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
