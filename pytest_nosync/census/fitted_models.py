@@ -1,7 +1,7 @@
 """The config changes a pipeline class needs in a model its sibling gives of the right class, keyed by pipeline
 class: each one what the class's own code reads (its line said), where it concatenates more channels into its
-denoiser than the sibling's pipeline does. census.generated_components rebuilds the sibling's model from its config
-with the change, seeded (census.tiny_models.rebuilt)."""
+denoiser than the sibling's pipeline does, or gives it latents of more dimensions. census.generated_components
+rebuilds the sibling's model from its config with the change, seeded (census.tiny_models.rebuilt)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,25 @@ def _masked_input(config: Mapping[str, Any]) -> dict[str, Any]:
     return {"in_channels": 2 * config["in_channels"] + 1, "out_channels": output}
 
 
+def _frames(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Patches and rotary axes over frames too (the height's rotary dims shared with the frames, the sum kept), the
+    latents beside as many condition channels in, the latents' out (a sibling's already over frames: ValueError)."""
+    height, width = config["rope_axes_dim"]
+    return {
+        "patch_size": (1, *config["patch_size"]),
+        "rope_axes_dim": (height // 2, height - height // 2, width),
+        "out_channels": config["in_channels"] // 2,
+    }
+
+
 FITTED: dict[str, dict[str, Change]] = {
     # pipeline_cogview4_control.py: `latent_channels = transformer.config.in_channels // 2`, the control latents
     # concatenated to the latents
     "CogView4ControlPipeline": {"transformer": _doubled_input},
+    # pipeline_hunyuanimage_refiner.py: its latents are 5D, one frame (`shape = (batch_size, num_channels_latents, 1,
+    # height, width)`), `torch.cat([latents, cond_latents], dim=1)` into the transformer, `num_channels_latents =
+    # in_channels // 2`
+    "HunyuanImageRefinerPipeline": {"transformer": _frames},
     # pipeline_lucy_edit.py: `torch.cat([latents, condition_latents], dim=1)` into the transformer
     "LucyEditPipeline": {"transformer": _doubled_input},
     # pipeline_pia.py: `torch.cat([latent_model_input, mask, masked_image], dim=1)` into the UNet its motion UNet wraps
@@ -50,8 +65,8 @@ def fitted(pipeline_class: type, given: Mapping[str, Any]) -> dict[str, tuple[di
             continue
         try:
             changes = change(config)
-        except (KeyError, TypeError):  # a sibling model of another layout: taken as it is (its raise the reason)
-            continue
+        except (KeyError, TypeError, ValueError):
+            continue  # a sibling model of another layout: taken as it is (its raise the reason)
         said = ", ".join(f"{key} {config.get(key)} → {value}" for key, value in changes.items())
         found[name] = (changes, f"the sibling's {name} with {said}")
     return found

@@ -791,6 +791,40 @@ def test_a_model_or_processor_no_sibling_gives_is_built_tiny_seeded_and_sized_to
     assert not generated_components.makeable(HunyuanVideo15ImageToVideoPipeline, "image_encoder", ZImageOmniPipeline)
 
 
+def test_the_image_refiner_takes_the_siblings_transformer_over_frames_beside_its_built_vae(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HunyuanImage's refiner denoises 5D latents of one frame, its image's latents beside them, with a transformer
+    of the sibling's class: the sibling's 2D one raised at its rotary embedding. It is the sibling's rebuilt over
+    frames (census.fitted_models), its output the latents' channels, and it runs on what the refiner gives it; the
+    refiner's VAE (census.made_models) folds to half of its input. Without the entry the sibling's is taken as it is."""
+    from diffusers import HunyuanImageRefinerPipeline, HunyuanImageTransformer2DModel
+
+    from pytest_nosync.census import fitted_models, generated_components
+
+    transformer = HunyuanImageTransformer2DModel(
+        in_channels=4, out_channels=4, num_attention_heads=2, attention_head_dim=8, num_layers=1, num_single_layers=1,
+        num_refiner_layers=1, patch_size=(1, 1), text_embed_dim=16, rope_axes_dim=(4, 4),
+    )  # fmt: skip
+    given = {"transformer": transformer}
+    made = generated_components.generated(HunyuanImageRefinerPipeline, given)
+    fitted, how = made["transformer"]
+    assert how == (
+        "the sibling's transformer with patch_size (1, 1) → (1, 1, 1), rope_axes_dim (4, 4) → (2, 2, 4), "
+        "out_channels 4 → 2"
+    )
+    vae = made["vae"][0]
+    latents = vae.encode(torch.randn(1, 3, 1, 16, 16)).latent_dist.mode()
+    folded = 2 * latents.shape[1]  # the refiner's leading frame repeated, two frames stacked along the channels
+    assert folded == fitted.config.in_channels // 2
+    hidden = torch.randn(1, 2 * folded, 1, *latents.shape[-2:])
+    with torch.no_grad():
+        out = fitted(hidden, torch.tensor([500.0]), torch.randn(1, 3, 16), torch.ones(1, 3), return_dict=False)[0]
+    assert out.shape == (1, folded, 1, *latents.shape[-2:])
+    monkeypatch.delitem(fitted_models.FITTED, "HunyuanImageRefinerPipeline")
+    assert "transformer" not in generated_components.generated(HunyuanImageRefinerPipeline, given)
+
+
 def test_a_class_only_stand_ins_build_is_hosted_by_one_module_in_every_shard(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
