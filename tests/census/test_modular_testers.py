@@ -178,7 +178,6 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
 @pytest.mark.parametrize(
     ("repo", "reason"),
     [
-        ("hf-internal-testing/tiny-ltx2-5-modular-pipe", "diffusion_decoder"),
         ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
     ],
 )
@@ -348,6 +347,33 @@ def test_the_helios_pyramid_stand_in_has_the_testers_two_stages_and_a_block_nois
     with pytest.raises(torch.linalg.LinAlgError):
         sample_block_noise(1, 4, 2, 4, 4, HeliosScheduler().config.gamma, **draw)
     assert sample_block_noise(1, 4, 2, 4, 4, scheduler.config.gamma, **draw).shape == (1, 4, 2, 4, 4)
+
+
+def test_the_ltx25_stand_in_decodes_its_classic_vaes_latents_to_the_vaes_own_video_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The LTX-2.5 blocks size their latents by the VAE and decode them with the diffusion decoder: the stand-in's
+    decoder takes the classic VAE's latents and gives the video that VAE gives (a released-size decoder, 32x in space,
+    would ask its neighborhood attention for a mask over 16x the pixels, beyond this machine's memory)."""
+    import torch
+    from diffusers import AutoencoderKLLTX2Video
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLLTX2Video(
+        latent_channels=4, block_out_channels=(8,), decoder_block_out_channels=(8,), layers_per_block=(1,),
+        decoder_layers_per_block=(1, 1), spatio_temporal_scaling=(True,), decoder_spatio_temporal_scaling=(True,),
+        decoder_inject_noise=(False, False), downsample_type=("spatial",), upsample_residual=(False,),
+        upsample_factor=(1,), timestep_conditioning=False, patch_size=1, patch_size_t=1, encoder_causal=True,
+        decoder_causal=False,
+    )  # fmt: skip
+    monkeypatch.setattr(modular_builds, "_classic_components", lambda *source: {"vae": vae})
+    decoder = modular_repos.components_for("hf-internal-testing/tiny-ltx2-5-modular-pipe")()["diffusion_decoder"]
+    latents = torch.randn(1, 4, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        expected = vae.decode(latents).sample.shape
+        assert decoder.decode(latents, generator=torch.Generator().manual_seed(0)).sample.shape == expected
 
 
 def test_the_distilled_cosmos3_stand_in_gives_its_blocks_the_fixed_schedule_and_its_scheduler(

@@ -23,6 +23,7 @@ from diffusers import (
     ErnieImageTransformer2DModel,
     FlowMatchEulerDiscreteScheduler,
     HeliosScheduler,
+    LTX2VideoDiffusionDecoderModel,
     WanAnimate2Transformer3DModel,
 )
 from diffusers.utils import is_torchvision_available
@@ -275,4 +276,31 @@ def helios_pyramid() -> dict[str, Any]:
     it singular but for a 1e-8 jitter, which a float32 Cholesky on the CPU refuses; 0.25 keeps it positive."""
     components = _classic_components("tests.pipelines.helios.test_helios", "HeliosPipelineFastTests")
     components["scheduler"] = HeliosScheduler(stages=2, stage_range=[0, 0.5, 1], gamma=0.25, use_dynamic_shifting=True)
+    return components
+
+
+def ltx25() -> dict[str, Any]:
+    """LTX-2's classic tester's components and a diffusion decoder of its VAE's latent space: the LTX-2.5 blocks
+    decode with it. Its compression is the classic VAE's (2 in space and time: one upsampling stage of stride 2, patch
+    size 1), since the blocks size the latents by the VAE and the decoder's neighborhood attention, over every decoded
+    frame and pixel, would not fit memory at the released 32x spatial, 8x temporal decoder's output; one block a stage,
+    3x3x3 kernels (each stage's grid at least the kernel, as its attention requires)."""
+    components = _classic_components("tests.pipelines.ltx2.test_ltx2", "LTX2PipelineFastTests")
+    vae = components["vae"]
+    components["diffusion_decoder"] = seeded_model(
+        lambda: LTX2VideoDiffusionDecoderModel(
+            latent_channels=vae.config.latent_channels,
+            patch_size=1,
+            decoder_head_dim=16,
+            decoder_stage_channels=(32, 16, 16, 16, 16),
+            decoder_stage_depths=(1, 1, 1, 1, 1),
+            decoder_stage_kernels=((3, 3, 3),) * 4,
+            decoder_upsample_strides=((1, 1, 1), (1, 1, 1), (1, 1, 1), (2, 2, 2)),
+            decoder_upsample_channel_reductions=(2, 1, 1, 1),
+            decoder_stage5_kernel=(3, 3, 3),
+            decoder_t_emb_dim=32,
+            spatial_compression_ratio=vae.spatial_compression_ratio,
+            temporal_compression_ratio=vae.temporal_compression_ratio,
+        ).eval()
+    )
     return components

@@ -111,6 +111,7 @@ MODULAR_STANDINS: dict[str, Components] = {
     "akshan-main/tiny-hunyuanvideo1_5-modular-pipe": _hunyuan_video1_5_own_guider,
     "hf-internal-testing/tiny-cosmos3-distilled-modular-pipe": _built("cosmos3_distilled"),
     "hf-internal-testing/tiny-helios-pyramid-modular-pipe": _built("helios_pyramid"),
+    "hf-internal-testing/tiny-ltx2-5-modular-pipe": _built("ltx25"),
     "hf-internal-testing/tiny-anima-modular-pipe": _built("anima"),
     "akshan-main/tiny-ernie-image-modular-pipe": _built("ernie_image"),
     "hf-internal-testing/tiny-wan-animate-2-modular": _built("wan_animate_2"),
@@ -125,10 +126,6 @@ _QWEN_VL_PROCESSOR = (
 )
 # repository id -> why no stand-in fits its blocks, here (no stand-in, with that reason)
 MISFITS: dict[str, str] = {
-    "hf-internal-testing/tiny-ltx2-5-modular-pipe": (
-        "the LTX-2.5 blocks decode with a diffusion_decoder (LTX2VideoDiffusionDecoderModel) that no classic "
-        "tester's components include"
-    ),
     "hf-internal-testing/tiny-minimax-h3-modular-pipe": _QWEN_VL_PROCESSOR.format(
         processor="Qwen3VLProcessor", video="Qwen3VLVideoProcessor"
     ),
