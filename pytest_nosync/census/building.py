@@ -201,7 +201,7 @@ def checked(
         raise NotChecked(f"not checkable: {exc}") from None
     report.metrics["pipeline"] = target.pipeline_class
     report.metrics["denoiser"] = target.denoiser
-    if isinstance(tester, UntestedTester) and tester.standing_in:  # built through a tester of this repository's
+    if isinstance(tester, UntestedTester | UntestedModularTester) and tester.standing_in:  # a tester written here
         report.metrics["standin"] = tester.standing_in
     if isinstance(tester, UntestedTester) and tester.generated:  # checked with inputs no tester gives: said so
         report.metrics["generated_inputs"] = list(tester.generated)

@@ -57,20 +57,22 @@ def plan(classic: Plan, configs: Iterable[type], named: Iterable[str], testers: 
         blocks = default_blocks(entry.pipeline_class)
         family = [config for config in configs if _family(config, by_name) == entry.family]
         kin = [tester for tester in testers if _classic_family(tester, by_name) == entry.family]
+        host, standins = (None, ()) if family or kin else _stood_in(classic.untested, entry.family)
         if blocks is None:
             reasons[entry.name] = (
                 f"its default_blocks_name ({getattr(entry.pipeline_class, 'default_blocks_name', None)}) names no "
                 "blocks class diffusers exports: no blocks to build it with"
             )
-        elif not family and not kin:
+        elif not family and not kin and not standins:
             reasons[entry.name] = (
-                f"no modular tester config or classic tester of its family ({entry.family}) in this run to take "
-                "components and inputs from"
+                f"no modular tester config, classic tester or stand-in tester of its family ({entry.family}) in this "
+                "run to take components and inputs from"
             )
         else:
             ranked = sorted(family, key=lambda config: _rank(blocks, config))
-            ranked += sorted(kin, key=lambda tester: _classic_rank(blocks, tester))
-            untested.append(ModularUntested(entry.pipeline_class, entry.family, tuple(ranked), blocks_class=blocks))
+            ranked += sorted([*kin, *standins], key=lambda tester: _classic_rank(blocks, tester))
+            untested.append(ModularUntested(entry.pipeline_class, entry.family, tuple(ranked), host=host,
+                                            standins=tuple(standins), blocks_class=blocks))  # fmt: skip
     return replace(classic, untested=untested, reasons=reasons)
 
 
@@ -89,6 +91,15 @@ def _family(config: type, exported: Mapping[str, Exported]) -> str | None:
     pipeline = inspect.getattr_static(config, "pipeline_class", None)
     entry = exported.get(getattr(pipeline, "__name__", ""))
     return entry.family if entry is not None and entry.modular else None
+
+
+def _stood_in(classic: Iterable[Untested], family: str) -> tuple[type | None, tuple[type, ...]]:
+    """Where a family's classes are built only through stand-in testers (census.standin_testers): the run tester the
+    classic plan hosts them under, and those stand-ins; (None, ()) where none is."""
+    for entry in classic:
+        if entry.family == family and entry.standins:
+            return entry.parent, entry.standins
+    return None, ()
 
 
 def _classic_family(tester: type, exported: Mapping[str, Exported]) -> str | None:
@@ -148,8 +159,14 @@ class UntestedModularTester(ModularTester):
 
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
-        self.repo = inspect.getattr_static(sibling, REPO, None)  # None: a classic tester
+        self.repo = inspect.getattr_static(sibling, REPO, None)  # None: a classic tester (or stand-in tester)
         self._inputs = _input_binder(sibling.get_dummy_inputs)
+
+    @property
+    def standing_in(self) -> str:
+        """The stand-in tester it is built through (census.standin_testers), by name; "" for another sibling."""
+        chosen = self._chosen
+        return tester_name(chosen) if chosen is not None and chosen in self.untested.standins else ""
 
     def components(self) -> dict[str, Any]:
         """The sibling config's stand-in's components, or the classic sibling's dummy components."""

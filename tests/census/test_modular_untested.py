@@ -64,8 +64,8 @@ def test_an_unnamed_modular_class_is_built_from_its_blocks_a_sync_at_its_line_th
     assert f"FAILED {SIBLING}::SyncingLoopModularPipeline::nosync[syncs]" in out, out
     assert "nosync: 3 of 4 exported pipeline classes checked (2 through a sibling tester); 1 not:" in out, out
     assert (
-        "  1 class(es): no modular tester config or classic tester of its family (lone) in this run to take "
-        "components and inputs from (e.g. LoneModularPipeline)" in out
+        "  1 class(es): no modular tester config, classic tester or stand-in tester of its family (lone) in this run "
+        "to take components and inputs from (e.g. LoneModularPipeline)" in out
     ), out
     doc = json.loads((pytester.path / "report.json").read_text())
     outcomes = doc["census"]["outcomes"]
@@ -129,7 +129,7 @@ def test_the_plan_counts_a_class_with_no_blocks_and_one_of_a_family_with_no_conf
     planned = modular_untested.plan(classic, [], {"LoopModularPipeline"})
     assert planned.untested == []
     assert planned.reasons["NoBlocksModularPipeline"].startswith("its default_blocks_name (NoSuchBlocks) names no")
-    assert planned.reasons["LoneModularPipeline"].startswith("no modular tester config or classic tester of its family")
+    assert planned.reasons["LoneModularPipeline"].startswith("no modular tester config, classic tester or stand-in")
     assert "LoopModularPipeline" not in planned.reasons
 
 
@@ -194,3 +194,48 @@ def test_a_classic_tester_comes_after_the_configs_of_the_family() -> None:
     siblings = {entry.name: entry.siblings for entry in planned.untested}
     assert siblings["SyncingLoopModularPipeline"] == (Config, TestLoop)
     assert "LoneModularPipeline" in planned.reasons  # no tester of its family
+
+
+CLASSIC_HOST = """
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class TestLoop:  # a classic tester of another family: the nearest module hosts the lone family's checks
+    pipeline_class = LoopPipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+"""
+
+
+@pytest.mark.parametrize("blocks", ["LoopBlocks", "SyncingLoopBlocks"])
+def test_a_modular_class_whose_family_only_stand_ins_build_is_built_from_the_stand_in_under_its_classics_host(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, blocks: str
+) -> None:
+    """No config and no collected tester of its family: the stand-in tester its classic class is checked through
+    (census.standin_testers) gives its components and inputs, under the same host; its row names the stand-in."""
+    from pytest_nosync.census import standin_testers
+
+    exported = [*twins.exported(), untested.Exported("LoopPipeline", "classic", LoopPipeline),
+                untested.Exported("LoneLoopPipeline", "lone", twins.LoneLoopPipeline)]  # fmt: skip
+    monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: exported)
+    monkeypatch.setattr(standin_testers, "TESTERS", (twins.LoneStandIn,))
+    monkeypatch.setattr(twins.LoneModularPipeline, "default_blocks_name", blocks)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS, test_loop=CLASSIC_HOST)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    out = result.stdout.str()
+    lone = f"{ids.untested_tester('test_loop.py::TestLoop', 'LoneModularPipeline')}::nosync[syncs]"
+    failed = blocks == "SyncingLoopBlocks"
+    result.assert_outcomes(passed=5 - failed, failed=1 + failed)  # the syncing config's class fails in both
+    assert (f"FAILED {lone}" in out) is failed, out
+    assert "nosync: 6 of 6 exported pipeline classes checked" in out, out
+    doc = json.loads((pytester.path / "report.json").read_text())
+    standins = {t["metrics"].get("pipeline"): t["metrics"].get("standin") for t in doc["tests"]}
+    assert standins["LoneModularPipeline"] == "modular_untested_pipelines::LoneStandIn"

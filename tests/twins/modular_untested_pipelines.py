@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import inspect
 
+import torch
 from diffusers.modular_pipelines import ModularPipeline
 
 from pytest_nosync.census.untested import Exported
 from tests.twins import modular_loop as base
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline
 
 
 class LoopModularPipeline(ModularPipeline):
@@ -81,3 +83,21 @@ def exported() -> list[Exported]:
 def line_of(marker: str, cls: type) -> int:
     lines, start = inspect.getsourcelines(cls)
     return start + next(i for i, line in enumerate(lines) if f"# twin: {marker}" in line)
+
+
+class LoneLoopPipeline(LoopPipeline):
+    """The lone family's classic class, which no test module tests (as Ideogram 4's): a stand-in tester builds it."""
+
+
+class LoneStandIn:
+    """A stand-in tester of the lone family (census.standin_testers), its components what the modular blocks load."""
+
+    pipeline_class = LoneLoopPipeline
+
+    def get_dummy_components(self) -> dict[str, object]:
+        torch.manual_seed(0)
+        return {"transformer": Denoiser(), "scheduler": base.Scheduler()}
+
+    def get_dummy_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
+        generator = torch.Generator("cpu").manual_seed(seed)
+        return {"latents": torch.randn(2, 8, generator=generator), "num_inference_steps": 2}
