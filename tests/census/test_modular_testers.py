@@ -232,6 +232,7 @@ def test_torchvision_is_looked_for_as_this_environment_has_it() -> None:
         ("akshan-main/tiny-ernie-image-modular-pipe", "ErnieImageAutoBlocks", {"pe", "pe_tokenizer"}),
         ("hf-internal-testing/tiny-wan-animate-2-modular", "WanAnimate2Blocks", set()),
         ("hf-internal-testing/tiny-wan-animate-2-distilled-modular", "WanAnimate2DistilledBlocks", set()),
+        ("hf-internal-testing/tiny-minimax-music3-modular-pipe", "MiniMaxMusic3Blocks", set()),
     ],
 )
 def test_a_repository_built_in_code_gives_its_blocks_every_component_they_load(

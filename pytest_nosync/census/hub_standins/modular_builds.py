@@ -24,6 +24,10 @@ from diffusers import (
     FlowMatchEulerDiscreteScheduler,
     HeliosScheduler,
     LTX2VideoDiffusionDecoderModel,
+    MiniMaxMusic3ConditionEncoder,
+    MiniMaxMusic3RVQDepthDecoder,
+    MiniMaxMusic3Transformer1DModel,
+    MiniMaxMusic3Vocoder,
     WanAnimate2Transformer3DModel,
 )
 from diffusers.utils import is_torchvision_available
@@ -37,6 +41,7 @@ from transformers import (
     PixtralVisionConfig,
     Qwen2Tokenizer,
     Qwen3Config,
+    Qwen3ForCausalLM,
     Qwen3Model,
     T5TokenizerFast,
     UMT5EncoderModel,
@@ -70,9 +75,9 @@ def _tiny_decoder(width: int) -> dict[str, Any]:
     }
 
 
-def _tiny_qwen3(hidden_size: int) -> Any:
-    config = Qwen3Config(**_tiny_decoder(hidden_size), vocab_size=QWEN3_VOCAB_SIZE)
-    return seeded_model(lambda: Qwen3Model(config))
+def _tiny_qwen3(hidden_size: int, *, model: type = Qwen3Model, vocab_size: int = QWEN3_VOCAB_SIZE) -> Any:
+    config = Qwen3Config(**_tiny_decoder(hidden_size), vocab_size=vocab_size)
+    return seeded_model(lambda: model(config))
 
 
 def _qwen2_tokenizer() -> Any:
@@ -304,3 +309,65 @@ def ltx25() -> dict[str, Any]:
         ).eval()
     )
     return components
+
+
+# MiniMax Music 3's language model samples semantic codes at the fixed ids 151675 + 0..16383 (the blocks'
+# _AUDIO_CODE_OFFSET and _SEMANTIC_VOCAB_SIZE): its vocabulary must reach past them, above Qwen3's own.
+MUSIC3_VOCAB_SIZE = 151675 + 16384
+MUSIC3_CODEBOOKS = 8  # the released count: the language model's code and 7 residual ones per frame
+
+
+def minimax_music3() -> dict[str, Any]:
+    """MiniMax Music 3: a Qwen3 language model (width 16, MUSIC3_VOCAB_SIZE ids) and an RVQ depth decoder of its
+    width sample 8 codes a frame; a condition encoder mixes the frame's 8 hidden states onto the latent timeline of a
+    MiniMaxMusic3 transformer (4 latent channels), which a vocoder upsampling 512x decodes. The frame and latent rates
+    are the released ones (25 Hz frames, 512-sample latents at 44.1 kHz), which the blocks read from the condition
+    encoder: the tester's 0.2 s are 5 frames, 17 latents, one window."""
+    width, channels = 16, 4  # channels: the vocoder folds them into two (stereo) streams, so even
+    depth_decoder = seeded_model(
+        lambda: MiniMaxMusic3RVQDepthDecoder(
+            hidden_size=width,  # projects the language model's hidden states, adds to its embeddings
+            num_layers=1,
+            num_attention_heads=2,
+            intermediate_size=width,
+            audio_vocab_size=64,  # above the blocks' top-k of 50, so sampling still truncates
+            num_codebooks=MUSIC3_CODEBOOKS,
+            max_position_embeddings=MUSIC3_CODEBOOKS,  # a frame's depth sequence is its 8 codes long at most
+        )
+    )
+    condition_encoder = seeded_model(
+        lambda: MiniMaxMusic3ConditionEncoder(
+            condition_hidden_dim=width, num_condition_layers=MUSIC3_CODEBOOKS, out_dim=width
+        )
+    )
+    transformer = seeded_model(
+        lambda: MiniMaxMusic3Transformer1DModel(
+            in_channels=channels,
+            condition_dim=width,  # the condition encoder's out_dim
+            num_layers=2,
+            num_attention_heads=2,
+            attention_head_dim=8,
+            ff_inner_dim=16,
+            rotary_dim=4,  # rotates half of each 8-wide head
+            fourier_embedding_dim=8,
+        )
+    )
+    vocoder = seeded_model(
+        lambda: MiniMaxMusic3Vocoder(
+            latent_channels=channels,
+            decoder_input_dim=8,
+            decoder_hidden_dim=16,  # halved by each of the 4 blocks, to 1
+            upsampling_ratios=(8, 8, 4, 2),  # 512x: the condition encoder's output_hop_length, which crops windows
+        )
+    )
+    return {
+        "tokenizer": _qwen2_tokenizer(),
+        "language_model": _tiny_qwen3(width, model=Qwen3ForCausalLM, vocab_size=MUSIC3_VOCAB_SIZE),
+        "rvq_depth_decoder": depth_decoder,
+        "condition_encoder": condition_encoder,
+        "transformer": transformer,
+        # time in [0, 1] from noise (0) to data, as the transformer and the blocks' overlap blend take it (the
+        # released checkpoint's scheduler config): the defaults would pass it 1000..500 and step away from the data
+        "scheduler": FlowMatchEulerDiscreteScheduler(num_train_timesteps=1, invert_sigmas=True),
+        "vocoder": vocoder,
+    }

@@ -118,6 +118,7 @@ MODULAR_STANDINS: dict[str, Components] = {
     "hf-internal-testing/tiny-wan-animate-2-distilled-modular": _built("wan_animate_2"),
     "hf-internal-testing/tiny-krea2-modular-pipe": _built("krea2"),
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _built("krea2"),
+    "hf-internal-testing/tiny-minimax-music3-modular-pipe": _built("minimax_music3"),
 }
 
 _QWEN_VL_PROCESSOR = (
