@@ -165,8 +165,7 @@ class UntestedModularTester(ModularTester):
     @property
     def standing_in(self) -> str:
         """The stand-in tester it is built through (census.standin_testers), by name; "" for another sibling."""
-        chosen = self._chosen
-        return tester_name(chosen) if chosen is not None and chosen in self.untested.standins else ""
+        return self.untested.standing_in(self._chosen)
 
     def components(self) -> dict[str, Any]:
         """The sibling config's stand-in's components, or the classic sibling's dummy components."""

@@ -188,6 +188,10 @@ class Untested:
         """The run's tester class whose node its checks are collected under: its host, else its first sibling."""
         return self.host or self.siblings[0]
 
+    def standing_in(self, chosen: type | None) -> str:
+        """The stand-in tester (census.standin_testers) `chosen` is, by name; "" for another sibling, or none."""
+        return tester_name(chosen) if chosen is not None and chosen in self.standins else ""
+
 
 @dataclass
 class Plan:
@@ -445,8 +449,7 @@ class UntestedTester(Tester):
     @property
     def standing_in(self) -> str:
         """The stand-in tester it is built through (census.standin_testers), by name; "" for a tester's sibling."""
-        chosen = self._chosen
-        return tester_name(chosen) if chosen is not None and chosen in self.untested.standins else ""
+        return self.untested.standing_in(self._chosen)
 
     def components(self) -> dict[str, Any]:
         """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's), and
