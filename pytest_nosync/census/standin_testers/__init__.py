@@ -12,6 +12,8 @@ sibling tester (census.untested.plan). One module per family:
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
 - latent_diffusion: the unconditional and the super-resolution latent diffusion classes;
 - llada2: LLaDA2's block refinement of tokens, a tiny Llama its model;
+- longcat_image: LongCat-Image's text-to-image and edit classes, a Qwen2.5-VL text encoder before a Flux-like
+  transformer;
 - pndm: PNDM's unconditional UNet and multi-step scheduler;
 - stable_diffusion_upscale: the x4 upscaler's 7-channel UNet;
 - stable_diffusion_variants: LDM3D, Paradigms, Paint by Example, Pix2Pix-Zero: no sibling's components or inputs fit;
@@ -37,6 +39,7 @@ FAMILIES = (
     "i2vgen_xl",
     "latent_diffusion",
     "llada2",
+    "longcat_image",
     "pndm",
     "stable_diffusion_upscale",
     "stable_diffusion_variants",

@@ -1,6 +1,6 @@
-"""What the stand-in testers share: their widths, seeded models (`seeded`), CLIP and RoBERTa tokenizers built offline,
-the tiny configs several families take (a CLIP-style text encoder's layers, a CLIP vision tower, a KL VAE, a VQ
-model, Stable Diffusion's DDIM schedule) and a tiny Stable Diffusion's components (the deprecated variants' base)."""
+"""What the stand-in testers share: their widths, seeded models (`seeded`), CLIP, RoBERTa and Qwen2 tokenizers built
+offline, the tiny configs several families take (a CLIP-style text encoder's layers, a CLIP vision tower, a KL VAE, a
+VQ model, Stable Diffusion's DDIM schedule) and a tiny Stable Diffusion's components (the deprecated variants' base)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,18 @@ from typing import Any
 
 import torch
 from diffusers import AutoencoderKL, DDIMScheduler, UNet2DConditionModel, VQModel
-from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer, CLIPVisionConfig, RobertaTokenizer
+from transformers import (
+    CLIPTextConfig,
+    CLIPTextModel,
+    CLIPTokenizer,
+    CLIPVisionConfig,
+    Qwen2Tokenizer,
+    RobertaTokenizer,
+)
 
 from ..hub_standins.diffusers_repos import sd_unet_kwargs
 from ..hub_standins.seeded import seeded_model as seeded  # the stand-ins' models, seeded alike
-from ..hub_standins.text_repos import build_roberta_tokenizer, save_clip_tokenizer
+from ..hub_standins.text_repos import build_roberta_tokenizer, save_clip_tokenizer, save_qwen2_tokenizer
 
 __all__ = [
     "PROMPT",
@@ -27,6 +34,7 @@ __all__ = [
     "ddim",
     "kl_vae",
     "prompted",
+    "qwen2_tokenizer",
     "roberta_tokenizer",
     "seeded",
     "stable_diffusion",
@@ -50,6 +58,13 @@ def roberta_tokenizer() -> RobertaTokenizer:
     with tempfile.TemporaryDirectory(prefix="nosync-standin-tokenizer-") as directory:
         build_roberta_tokenizer(Path(directory))
         return RobertaTokenizer.from_pretrained(directory, model_max_length=77)
+
+
+def qwen2_tokenizer() -> Qwen2Tokenizer:
+    """Qwen2's byte-level BPE with its special tokens at their real ids (151643…) and a chat template."""
+    with tempfile.TemporaryDirectory(prefix="nosync-standin-tokenizer-") as directory:
+        save_qwen2_tokenizer(Path(directory))
+        return Qwen2Tokenizer.from_pretrained(directory)
 
 
 def text_layers(width: int = TEXT_WIDTH, heads: int = 4, layers: int = 2, inner: int = 37, **extra: Any) -> dict:
