@@ -10,6 +10,7 @@ sibling tester (census.untested.plan). One module per family:
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
 - gligen: GLIGEN's box-grounded Stable Diffusion, by phrase and by phrase and image;
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
+- ideogram4: Ideogram 4's conditional and unconditional transformers over a tapped Qwen3-VL text model;
 - latent_diffusion: the unconditional and the super-resolution latent diffusion classes;
 - llada2: LLaDA2's block refinement of tokens, a tiny Llama its model;
 - longcat_image: LongCat-Image's text-to-image and edit classes, a Qwen2.5-VL text encoder before a Flux-like
@@ -37,6 +38,7 @@ FAMILIES = (
     "ernie_image",
     "gligen",
     "i2vgen_xl",
+    "ideogram4",
     "latent_diffusion",
     "llada2",
     "longcat_image",
