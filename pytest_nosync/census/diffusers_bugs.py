@@ -48,6 +48,12 @@ VERIFIED = (
         "tensor() takes 1 positional argument but 2 were given",
         "its loop calls torch.tensor([noise_timestep], noise) where a transformer takes the latents' channels",
     ),
+    OwnBug(
+        "diffusion_gemma/pipeline_diffusion_gemma.py",
+        "create_diffusion_decoder_attention_mask() got an unexpected keyword argument 'past_key_values'",
+        "it passes the decoder's mask builder past_key_values=, which transformers 5.24's DiffusionGemma decoder names "
+        "cache",
+    ),
 )
 
 

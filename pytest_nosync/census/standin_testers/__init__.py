@@ -7,6 +7,7 @@ sibling tester (census.untested.plan). One module per family:
 - audioldm: AudioLDM's and MusicLDM's spectrogram UNet, CLAP text encoder and vocoder;
 - blip_diffusion: BLIP Diffusion's Q-Former and context text encoder before Stable Diffusion;
 - dance_diffusion: Dance Diffusion's 1-D UNet;
+- diffusion_gemma: DiffusionGemma's block diffusion of text, a tiny DiffusionGemmaForBlockDiffusion its model;
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
 - gligen: GLIGEN's box-grounded Stable Diffusion, by phrase and by phrase and image;
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
@@ -35,6 +36,7 @@ FAMILIES = (
     "audioldm",
     "blip_diffusion",
     "dance_diffusion",
+    "diffusion_gemma",
     "ernie_image",
     "gligen",
     "i2vgen_xl",
