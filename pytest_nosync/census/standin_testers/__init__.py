@@ -5,7 +5,7 @@ sibling tester (census.untested.plan). One module per family:
 
 - amused: aMUSEd's masked-token transformer (its image-to-image and inpainting classes through it);
 - audioldm: AudioLDM's and MusicLDM's spectrogram UNet, CLAP text encoder and vocoder;
-- blip_diffusion: BLIP Diffusion's Q-Former and context text encoder before Stable Diffusion;
+- blip_diffusion: BLIP Diffusion's Q-Former and context text encoder before Stable Diffusion, and with a ControlNet;
 - dance_diffusion: Dance Diffusion's 1-D UNet;
 - diffusion_gemma: DiffusionGemma's block diffusion of text, a tiny DiffusionGemmaForBlockDiffusion its model;
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);

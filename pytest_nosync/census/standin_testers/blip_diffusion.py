@@ -1,6 +1,7 @@
 """BLIP Diffusion (deprecated): a BLIP-2 Q-Former embedding a reference image into a context CLIP text encoder's
 prompt, then Stable Diffusion; its Q-Former's own tokenizer (a BERT WordPiece) built offline as the hub stand-ins
-build one."""
+build one. Its ControlNet class (diffusers keeps it with the ControlNet pipelines) is the same with a ControlNet of the
+UNet and a conditioning image."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import PIL.Image
 import torch
-from diffusers import BlipDiffusionPipeline, PNDMScheduler
+from diffusers import BlipDiffusionControlNetPipeline, BlipDiffusionPipeline, ControlNetModel, PNDMScheduler
 from diffusers.pipelines.deprecated.blip_diffusion.blip_image_processing import BlipImageProcessor
 from diffusers.pipelines.deprecated.blip_diffusion.modeling_blip2 import Blip2QFormerModel
 from diffusers.pipelines.deprecated.blip_diffusion.modeling_ctx_clip import ContextCLIPTextModel
@@ -73,3 +74,19 @@ class BlipDiffusionStandIn:
             "generator": torch.Generator("cpu").manual_seed(seed),
             "output_type": "np",
         }
+
+
+class BlipDiffusionControlNetStandIn(BlipDiffusionStandIn):
+    pipeline_class = BlipDiffusionControlNetPipeline
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        components = super().get_dummy_components()
+        # the conditioning embedding downsamples once, as the VAE does: the condition's features are the latents' size
+        unet = components["unet"]
+        controlnet = seeded(lambda: ControlNetModel.from_unet(unet, conditioning_embedding_out_channels=(16, 32)))
+        return {**components, "controlnet": controlnet}
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        # the class's own spelling of the argument
+        condition = PIL.Image.new("RGB", (32, 32), (200, 100, 50))
+        return {**super().get_dummy_inputs(device, seed), "condtioning_image": condition}
