@@ -84,7 +84,10 @@ def tested_class_name(pipeline: Any) -> str:
 
 
 def _is_pipeline(cls: type) -> bool:
-    return hasattr(cls, "from_pretrained") and hasattr(cls, "components") and cls.__name__ not in _BASES
+    # looked up statically: a placeholder class (a backend missing, OpenCV's for ConsisID) raises ImportError on any
+    # attribute its metaclass is asked for, which hasattr lets through
+    found = (inspect.getattr_static(cls, name, None) is not None for name in ("from_pretrained", "components"))
+    return all(found) and cls.__name__ not in _BASES
 
 
 _BASES = frozenset({"DiffusionPipeline", "ModularPipeline"})  # deriving from these alone: a pipeline of its own

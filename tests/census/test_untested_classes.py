@@ -457,6 +457,27 @@ def test_a_testers_own_subclass_of_a_diffusers_class_counts_that_class_as_tested
     assert untested.named_by(module) == {"DDPMPipelineWrapper", "DDPMPipeline"}  # another shard's folder, as text
 
 
+def test_a_tester_of_a_placeholder_class_is_planned_without_asking_the_placeholder_anything() -> None:
+    """Bug twin: diffusers' ConsisID tester names a placeholder class where OpenCV is missing, whose every attribute
+    raises ImportError (diffusers' DummyObject metaclass); asking it for `components` took the whole census of
+    tests/pipelines down at collection (INTERNALERROR) on a machine without OpenCV."""
+    from pytest_nosync.census.outcomes import tested_class_name
+
+    class Placeholder(type):  # as diffusers' DummyObject: any public attribute asks for the missing backend
+        def __getattr__(cls, key: str) -> object:
+            raise ImportError(f"{cls.__name__} requires the OpenCV library but it was not found")
+
+    class ConsisLikePipeline(metaclass=Placeholder):
+        __module__ = "diffusers.utils.dummy_torch_and_transformers_and_opencv_objects"
+
+    class Tester:
+        pipeline_class = ConsisLikePipeline
+
+    assert tested_class_name(ConsisLikePipeline) == "ConsisLikePipeline"
+    entries = [untested.Exported("ConsisLikePipeline", "consisid", ConsisLikePipeline)]
+    assert untested.plan(entries, [Tester]).untested == []
+
+
 def test_components_and_required_inputs_no_sibling_gives_are_made_its_loop_checked_and_the_note_says_so(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
