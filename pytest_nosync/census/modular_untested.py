@@ -44,8 +44,9 @@ class ModularUntested(Untested):
 def plan(classic: Plan, configs: Iterable[type], named: Iterable[str], testers: Iterable[type] = ()) -> Plan:
     """The run's plan: `classic` (census.untested.plan, which counts every ModularPipeline class no config names
     under one reason) with each such class given to the run's modular `configs` of its family, then its classic
-    `testers`, to be driven through, or its own reason. `named`: the pipeline classes the run's testers and configs,
-    and those of their folders, name."""
+    `testers` (where the run has neither, the stand-in testers `classic` builds the family's classic classes through,
+    under their host), to be driven through, or its own reason. `named`: the pipeline classes the run's testers and
+    configs, and those of their folders, name."""
     configs, testers, named = list(configs), list(testers), set(named)
     by_name = {entry.name: entry for entry in classic.exported}
     untested = list(classic.untested)
