@@ -71,7 +71,10 @@ def generated(
         if isinstance(present, SchedulerMixin) and not replace_schedulers:
             continue  # schedulers_to_replace names it
         for maker in (_scheduler, _derived, _same_class):
-            value = maker(name, classes, given)
+            try:
+                value = maker(name, classes, given)
+            except Exception:  # what cannot be made from the sibling's stays missing: the class keeps its reason
+                value = None  # (a raise here is no verdict on the pipeline, whose checks would have taken it for one)
             if value is not None:
                 made[name] = value
                 break

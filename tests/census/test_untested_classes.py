@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from diffusers import DDIMScheduler, UnCLIPScheduler
+from diffusers import ConfigMixin, DDIMScheduler, SchedulerMixin, UnCLIPScheduler
+from diffusers.configuration_utils import register_to_config
 
 from pytest_nosync import ids
 from pytest_nosync.census import table, untested
@@ -554,6 +555,32 @@ def test_a_scheduler_whose_class_refuses_the_siblings_schedule_is_made_of_its_de
     assert isinstance(scheduler, UnCLIPScheduler) and how == "UnCLIPScheduler of its default config"
     linear = generated_components.generated(UnCLIPLoopPipeline, {"scheduler": DDIMScheduler()})
     assert linear["super_res_scheduler"][1] == "UnCLIPScheduler from the sibling scheduler's config"
+
+
+class NeedyScheduler(SchedulerMixin, ConfigMixin):
+    """A scheduler class whose default config cannot be built: `NeedyScheduler()` raises TypeError."""
+
+    @register_to_config
+    def __init__(self, stages: int) -> None:
+        super().__init__()
+
+
+class NeedyLoopPipeline(untested_pipelines.LoopPipeline):
+    def __init__(self, transformer: Denoiser, scheduler: Scheduler, stage_scheduler: NeedyScheduler) -> None:
+        super().__init__(transformer, scheduler)
+
+
+def test_a_component_no_maker_can_make_stays_missing_rather_than_raising_out_of_the_build() -> None:
+    """Bug twin: a scheduler class whose default config cannot be built raised out of the component maker, and the
+    check took the raise for the pipeline's (an `error` finding); it stays missing, and the class's own construction
+    then says why (its reason)."""
+    from pytest_nosync.census import generated_components
+
+    with pytest.raises(TypeError):
+        NeedyScheduler()
+    made = generated_components.generated(NeedyLoopPipeline, {"scheduler": Scheduler()})
+    assert "stage_scheduler" not in made
+    assert "stage_scheduler" in generated_components._annotated(NeedyLoopPipeline)  # it was tried
 
 
 def test_a_class_requiring_an_onnx_runtime_model_is_counted_with_why_nothing_built(
