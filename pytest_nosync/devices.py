@@ -118,15 +118,21 @@ def allocated_bytes(backend: str) -> int:
     return tensor.memory.allocated
 
 
-def live_bytes(backend: str) -> int:
-    """Bytes the live device tensors asked for: what growth is judged on. CUDA's caching allocator counts a block's
-    size (`allocated_bytes`): rounded up, and a cached block reused whole for a smaller request (a remainder under
-    1 MiB is not split off) counts that remainder too. Which block a request gets depends on what the process did
-    before, so a step that replaced its state with tensors of the same sizes read as growth in one census run and
-    not in the next. `requested_bytes` counts what was asked; the emulated device counts its storages exactly."""
+def live_and_block_bytes(backend: str) -> tuple[int, int]:
+    """(bytes the live device tensors asked for, bytes of the blocks holding them), from one read of CUDA's stats.
+    Growth is judged on the first. CUDA's caching allocator counts a block's size (`allocated_bytes`): rounded up, and
+    a cached block reused whole for a smaller request (a remainder under 1 MiB is not split off) counts that remainder
+    too. Which block a request gets depends on what the process did before, so a step that replaced its state with
+    tensors of the same sizes read as growth in one census run and not in the next. `requested_bytes` counts what was
+    asked; the emulated device counts its storages exactly (both figures)."""
     if backend == "cuda":
-        return _cuda_stat("requested_bytes", "current")
-    return tensor.memory.allocated
+        stats = torch.cuda.memory_stats_as_nested_dict()
+        live, blocks = (int(stats.get(name, {}).get("all", {}).get("current", 0)) for name in _LIVE_AND_BLOCKS)
+        return live, blocks
+    return tensor.memory.allocated, tensor.memory.allocated
+
+
+_LIVE_AND_BLOCKS = ("requested_bytes", "allocated_bytes")
 
 
 def peak_bytes(backend: str) -> int:

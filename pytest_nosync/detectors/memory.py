@@ -1,13 +1,12 @@
 """Allocation growth: device memory that a steady-state step leaves behind, and the line that allocated it.
 
 How much: the device's own counter at each step end (the bytes CUDA's caching allocator was asked for, not its
-rounded blocks: see `devices.live_bytes`; or the emulated device's live storages), which costs nothing while steps
-are clean. Where, only when asked (`alloc_sites`, or a re-run of a
-growing call: the suite does this): a dispatch mode notes the allocation site of every new storage and watches it
-die (a weakref on the storage, so a leaked view still counts); a site whose live allocations grow at every judged
-step is the leak. Multistep schedulers legitimately keep `order` model outputs: the first `warmup_steps` steps are
-never judged, and only growth that continues is flagged. A block that allocated nothing on the device checked
-nothing, and says so.
+rounded blocks: see `devices.live_and_block_bytes`; or the emulated device's live storages), which costs nothing
+while steps are clean. Where, only when asked (`alloc_sites`, or a re-run of a growing call: the suite does this): a
+dispatch mode notes the allocation site of every new storage and watches it die (a weakref on the storage, so a
+leaked view still counts); a site whose live allocations grow at every judged step is the leak. Multistep schedulers
+legitimately keep `order` model outputs: the first `warmup_steps` steps are never judged, and only growth that
+continues is flagged. A block that allocated nothing on the device checked nothing, and says so.
 
 Python's cyclic collector runs when it likes. Left to run, it freed garbage of earlier work (a previous test's
 pipeline) in the middle of a step, which then looked as if it freed memory and hid what it kept; and it freed the
@@ -154,24 +153,18 @@ class MemoryDetector(Detector):
                 self._paused.__exit__()
                 self._paused = None
 
-    def _amount(self) -> int:
-        return devices.live_bytes(self.options.backend)
-
-    def _blocks(self, into: dict[int, int], step: int) -> None:
-        if self.options.backend == "cuda":
-            into[step] = devices.allocated_bytes("cuda")
+    def _read(self, live: dict[int, int], blocks: dict[int, int], step: int) -> None:
+        live[step], blocks[step] = devices.live_and_block_bytes(self.options.backend)
 
     def on_step_begin(self, step: int) -> None:
         if not self._begin and self._paused is not None:  # what the block dropped before its first step is no step's
             self._paused.collect()
-        self._begin[step] = self._amount()
-        self._blocks(self._block_begin, step)
+        self._read(self._begin, self._block_begin, step)
 
     def on_step_end(self, step: int) -> None:
         if self._paused is not None:
             self._paused.collect()
-        self._end[step] = self._amount()
-        self._blocks(self._block_end, step)
+        self._read(self._end, self._block_end, step)
         if self._tracker is not None:
             self._sites[step] = self._tracker.live_by_site()
 
@@ -259,7 +252,7 @@ class MemoryDetector(Detector):
 
     def conclude(self, report: Report) -> None:
         report.metrics["alloc_bytes_per_step"] = {str(k): v for k, v in self.growth().items()}
-        if self._block_end:  # the allocator's rounded blocks: growth there alone is not judged (devices.live_bytes)
+        if self.options.backend == "cuda":  # the allocator's rounded blocks: growth there alone is not judged
             blocks = _growth(self._block_begin, self._block_end)
             report.metrics["alloc_block_bytes_per_step"] = {str(k): v for k, v in blocks.items()}
         report.metrics["alloc_warmup_steps"] = self.warmup_steps

@@ -11,12 +11,13 @@ SIZE = 1 << 20
 
 
 def test_the_counters_see_one_allocation(backend: str, device: torch.device) -> None:
-    count, in_use, live = devices.allocations(backend), devices.allocated_bytes(backend), devices.live_bytes(backend)
+    count, in_use = devices.allocations(backend), devices.allocated_bytes(backend)
+    live, _ = devices.live_and_block_bytes(backend)
     devices.reset_peak(backend)
     block = torch.empty(SIZE, dtype=torch.uint8, device=device)
     assert devices.allocations(backend) == count + 1
     assert devices.allocated_bytes(backend) == in_use + SIZE
-    assert devices.live_bytes(backend) == live + SIZE
+    assert devices.live_and_block_bytes(backend) == (live + SIZE, in_use + SIZE)
     assert devices.peak_bytes(backend) == in_use + SIZE
     del block
     assert devices.allocated_bytes(backend) == in_use
@@ -32,7 +33,8 @@ def test_cuda_counters_are_torchs_own() -> None:
     stats = torch.cuda.memory_stats()
     assert devices.allocations("cuda") == stats["allocation.all.allocated"]
     assert devices.allocated_bytes("cuda") == torch.cuda.memory_allocated() == stats["allocated_bytes.all.current"]
-    assert devices.live_bytes("cuda") == stats["requested_bytes.all.current"]
+    live, blocks = stats["requested_bytes.all.current"], stats["allocated_bytes.all.current"]
+    assert devices.live_and_block_bytes("cuda") == (live, blocks)
     assert devices.peak_bytes("cuda") == torch.cuda.max_memory_allocated() == stats["allocated_bytes.all.peak"]
     del block
 
@@ -47,8 +49,9 @@ def test_live_bytes_count_what_was_asked_where_a_larger_cached_block_serves_it()
         hole = torch.empty(11 * SIZE // 2, dtype=torch.uint8, device="cuda")
         wall = torch.empty(11 * SIZE // 2, dtype=torch.uint8, device="cuda")  # the hole stays a block of its own
         del hole
-        live, blocks = devices.live_bytes("cuda"), devices.allocated_bytes("cuda")
+        live, blocks = devices.live_and_block_bytes("cuda")
         state = torch.empty(5 * SIZE, dtype=torch.uint8, device="cuda")
-        grew = devices.live_bytes("cuda") - live, devices.allocated_bytes("cuda") - blocks
+        now = devices.live_and_block_bytes("cuda")
+        grew = now[0] - live, now[1] - blocks
         del state, wall
     assert grew == (5 * SIZE, 11 * SIZE // 2)
