@@ -13,6 +13,7 @@ from pytest_nosync import ids
 from pytest_nosync.census import modular_untested, untested
 from pytest_nosync.census.hub_standins import modular_repos
 from tests.census.test_modular_testers import CONFIGS, REPO
+from tests.census.test_untested_classes import TESTER
 from tests.twins import modular_loop
 from tests.twins import modular_untested_pipelines as twins
 from tests.twins.loop_pipeline import LoopPipeline
@@ -196,24 +197,6 @@ def test_a_classic_tester_comes_after_the_configs_of_the_family() -> None:
     assert "LoneModularPipeline" in planned.reasons  # no tester of its family
 
 
-CLASSIC_HOST = """
-import torch
-
-from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
-
-
-class TestLoop:  # a classic tester of another family: the nearest module hosts the lone family's checks
-    pipeline_class = LoopPipeline
-
-    def get_dummy_components(self):
-        torch.manual_seed(0)
-        return {"transformer": Denoiser(), "scheduler": Scheduler()}
-
-    def get_dummy_inputs(self, device, seed=0):
-        return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
-"""
-
-
 @pytest.mark.parametrize("blocks", ["LoopBlocks", "SyncingLoopBlocks"])
 def test_a_modular_class_whose_family_only_stand_ins_build_is_built_from_the_stand_in_under_its_classics_host(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, blocks: str
@@ -227,7 +210,7 @@ def test_a_modular_class_whose_family_only_stand_ins_build_is_built_from_the_sta
     monkeypatch.setattr(untested, "census_exports", lambda pipeline_classes, modules: exported)
     monkeypatch.setattr(standin_testers, "TESTERS", (twins.LoneStandIn,))
     monkeypatch.setattr(twins.LoneModularPipeline, "default_blocks_name", blocks)
-    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS, test_loop=CLASSIC_HOST)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS, test_loop=TESTER)  # another family's: the host
     args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "nosync and syncs", "-p", "no:cacheprovider")
     result = pytester.runpytest(*args, "--nosync-report=report.json")
     out = result.stdout.str()
