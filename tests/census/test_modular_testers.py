@@ -257,7 +257,7 @@ def _krea2_classic_components() -> dict:
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, Krea2Transformer2DModel
     from transformers import Qwen3VLConfig, Qwen3VLModel
 
-    from pytest_nosync.census.hub_standins import modular_builds
+    from pytest_nosync.census.hub_standins import text_repos
 
     torch.manual_seed(0)
     heads = {"num_attention_heads": 2, "num_key_value_heads": 2}
@@ -292,7 +292,7 @@ def _krea2_classic_components() -> dict:
         ),
         "scheduler": FlowMatchEulerDiscreteScheduler(use_dynamic_shifting=True),
         "text_encoder": Qwen3VLModel(Qwen3VLConfig(text_config=text, vision_config=vision, vocab_size=152064)).eval(),
-        "tokenizer": modular_builds._qwen2_tokenizer(),
+        "tokenizer": text_repos.qwen2_tokenizer(),
     }
 
 

@@ -10,8 +10,6 @@ configs are not known here; how each differs: docs/census.md, "Modular Diffusers
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from diffusers import (
@@ -39,7 +37,6 @@ from transformers import (
     Mistral3Model,
     MistralConfig,
     PixtralVisionConfig,
-    Qwen2Tokenizer,
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen3Model,
@@ -50,15 +47,16 @@ from transformers import (
 from ..tiny_models import rebuilt
 from .classic_components import classic_components as _classic_components
 from .seeded import seeded_model
-from .text_repos import T5_WIDTH, save_llama_tokenizer, save_qwen2_tokenizer, save_t5_tokenizer, t5_config
+from .text_repos import (
+    T5_WIDTH,
+    loaded_tokenizer,
+    qwen2_tokenizer,
+    save_llama_tokenizer,
+    save_t5_tokenizer,
+    t5_config,
+)
 
 QWEN3_VOCAB_SIZE = 151936  # above the Qwen2 tokenizer's special ids (151643…), as Qwen3's own
-
-
-def _loaded_tokenizer(save: Any, load: Any) -> Any:
-    with tempfile.TemporaryDirectory(prefix="nosync-modular-tokenizer-") as directory:
-        save(Path(directory))
-        return load(directory)
 
 
 def _tiny_decoder(width: int) -> dict[str, Any]:
@@ -80,10 +78,6 @@ def _tiny_qwen3(hidden_size: int, *, model: type = Qwen3Model, vocab_size: int =
     return seeded_model(lambda: model(config))
 
 
-def _qwen2_tokenizer() -> Any:
-    return _loaded_tokenizer(save_qwen2_tokenizer, Qwen2Tokenizer.from_pretrained)
-
-
 def _tiny_qwenimage_vae(z_dim: int) -> Any:
     return seeded_model(
         lambda: AutoencoderKLQwenImage(
@@ -102,7 +96,7 @@ def anima() -> dict[str, Any]:
     """Anima: a Qwen3 text encoder (width 16) into a text conditioner (width 16, T5 ids as queries) into a Cosmos
     transformer (the classic Cosmos2 tester's, 16 latent channels) over a QwenImage VAE (z 16, 4x spatial)."""
     width, channels = 16, 16
-    t5_tokenizer = _loaded_tokenizer(save_t5_tokenizer, T5TokenizerFast.from_pretrained)
+    t5_tokenizer = loaded_tokenizer(save_t5_tokenizer, T5TokenizerFast.from_pretrained)
     conditioner = seeded_model(
         lambda: AnimaTextConditioner(
             source_dim=width,
@@ -134,7 +128,7 @@ def anima() -> dict[str, Any]:
     )
     return {
         "text_encoder": _tiny_qwen3(width),
-        "tokenizer": _qwen2_tokenizer(),
+        "tokenizer": qwen2_tokenizer(),
         "t5_tokenizer": t5_tokenizer,
         "text_conditioner": conditioner,
         "transformer": transformer,
@@ -144,7 +138,7 @@ def anima() -> dict[str, Any]:
 
 
 def _llama_tokenizer() -> Any:
-    return _loaded_tokenizer(save_llama_tokenizer, AutoTokenizer.from_pretrained)
+    return loaded_tokenizer(save_llama_tokenizer, AutoTokenizer.from_pretrained)
 
 
 def ernie_image() -> dict[str, Any]:
@@ -233,7 +227,7 @@ def wan_animate_2() -> dict[str, Any]:
     )
     return {
         "text_encoder": seeded_model(lambda: UMT5EncoderModel(t5_config("umt5")).eval()),
-        "tokenizer": _loaded_tokenizer(save_t5_tokenizer, AutoTokenizer.from_pretrained),
+        "tokenizer": loaded_tokenizer(save_t5_tokenizer, AutoTokenizer.from_pretrained),
         "image_encoder": seeded_model(lambda: CLIPVisionModel(vision).eval()),
         "transformer": transformer,
         "vae": vae,
@@ -361,7 +355,7 @@ def minimax_music3() -> dict[str, Any]:
         )
     )
     return {
-        "tokenizer": _qwen2_tokenizer(),
+        "tokenizer": qwen2_tokenizer(),
         "language_model": _tiny_qwen3(width, model=Qwen3ForCausalLM, vocab_size=MUSIC3_VOCAB_SIZE),
         "rvq_depth_decoder": depth_decoder,
         "condition_encoder": condition_encoder,

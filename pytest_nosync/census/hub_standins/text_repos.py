@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from diffusers.pipelines.kolors.text_encoder import ChatGLMConfig, ChatGLMModel
@@ -25,6 +27,7 @@ from transformers import (
     CLIPModel,
     LlamaConfig,
     LlamaForCausalLM,
+    Qwen2Tokenizer,
     T5Config,
     T5ForConditionalGeneration,
     UMT5Config,
@@ -280,6 +283,18 @@ def build_dummy_gemma(directory: Path) -> None:
 def build_gemma_tokenizer(directory: Path) -> None:
     save_gemma_tokenizer(directory)
     save_tokenizer_model_config(directory, "gemma3_text", vocab_size=1000)
+
+
+def loaded_tokenizer(save: Callable[[Path], None], load: Callable[..., Any], **kwargs: Any) -> Any:
+    """A tokenizer `save` writes to a temporary directory, loaded from it with `load` (a class's from_pretrained)."""
+    with tempfile.TemporaryDirectory(prefix="nosync-tokenizer-") as directory:
+        save(Path(directory))
+        return load(directory, **kwargs)
+
+
+def qwen2_tokenizer() -> Qwen2Tokenizer:
+    """Qwen2's byte-level BPE with its special tokens at their real ids (151643…) and a chat template, loaded."""
+    return loaded_tokenizer(save_qwen2_tokenizer, Qwen2Tokenizer.from_pretrained)
 
 
 def save_llama_tokenizer(directory: Path, *, vocab_size: int | None = 1000) -> None:

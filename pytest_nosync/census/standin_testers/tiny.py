@@ -5,9 +5,6 @@ base)."""
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -18,7 +15,6 @@ from transformers import (
     CLIPTokenizer,
     CLIPVisionConfig,
     GemmaTokenizer,
-    Qwen2Tokenizer,
     RobertaTokenizer,
 )
 
@@ -26,9 +22,10 @@ from ..hub_standins.diffusers_repos import sd_unet_kwargs
 from ..hub_standins.seeded import seeded_model as seeded  # the stand-ins' models, seeded alike
 from ..hub_standins.text_repos import (
     build_roberta_tokenizer,
+    loaded_tokenizer,
+    qwen2_tokenizer,
     save_clip_tokenizer,
     save_gemma_tokenizer,
-    save_qwen2_tokenizer,
 )
 
 __all__ = [
@@ -55,31 +52,19 @@ WIDTH = 8  # every tiny model's hidden width (and its norms' groups)
 TEXT_WIDTH = 32  # a tiny CLIP text encoder's, and the cross-attention width of the UNets it conditions
 
 
-def _saved_and_loaded(save: Callable[[Path], None], load: Callable[..., Any], **kwargs: Any) -> Any:
-    """A tokenizer `save` writes to a temporary directory, loaded from it with `load` (a class's from_pretrained)."""
-    with tempfile.TemporaryDirectory(prefix="nosync-standin-tokenizer-") as directory:
-        save(Path(directory))
-        return load(directory, **kwargs)
-
-
 def clip_tokenizer() -> CLIPTokenizer:
     """A CLIP tokenizer of under 1000 ids, built here as the hub stand-in of tiny-random-clip builds it."""
-    return _saved_and_loaded(save_clip_tokenizer, CLIPTokenizer.from_pretrained)
+    return loaded_tokenizer(save_clip_tokenizer, CLIPTokenizer.from_pretrained)
 
 
 def roberta_tokenizer() -> RobertaTokenizer:
     """RoBERTa's byte-level BPE of under 1000 ids (a CLAP text model's), 77 tokens long as CLAP's prompts."""
-    return _saved_and_loaded(build_roberta_tokenizer, RobertaTokenizer.from_pretrained, model_max_length=77)
-
-
-def qwen2_tokenizer() -> Qwen2Tokenizer:
-    """Qwen2's byte-level BPE with its special tokens at their real ids (151643…) and a chat template."""
-    return _saved_and_loaded(save_qwen2_tokenizer, Qwen2Tokenizer.from_pretrained)
+    return loaded_tokenizer(build_roberta_tokenizer, RobertaTokenizer.from_pretrained, model_max_length=77)
 
 
 def gemma_tokenizer() -> GemmaTokenizer:
     """Gemma's SentencePiece-style BPE of under 1000 ids (`<eos>` 1) with Gemma's chat template."""
-    return _saved_and_loaded(save_gemma_tokenizer, GemmaTokenizer.from_pretrained)
+    return loaded_tokenizer(save_gemma_tokenizer, GemmaTokenizer.from_pretrained)
 
 
 def text_layers(width: int = TEXT_WIDTH, heads: int = 4, layers: int = 2, inner: int = 37, **extra: Any) -> dict:
