@@ -196,7 +196,8 @@ def checked(
     target = tester.target()
     try:
         report = check(pipeline, check_name, lambda pipe: target.kwargs_by_steps(pipe, ctx), options,
-                       steps=ctx.steps, test_id=test_id, target=target.name, share=share)  # fmt: skip
+                       steps=ctx.steps, test_id=test_id, target=target.name, share=share,
+                       steps_are_calls=target.steps_are_calls)  # fmt: skip
     except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
         raise NotChecked(f"not checkable: {exc}") from None
     report.metrics["pipeline"] = target.pipeline_class

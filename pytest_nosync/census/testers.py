@@ -117,11 +117,13 @@ class Calibration:
     takes_step_callback: bool
     modules_called: dict[str, int]
     fixed_because: str = ""
+    steps_are_calls: bool = False  # no denoising loop: each call is a step (Target.steps_are_calls)
 
     @property
     def fixed_steps(self) -> int | None:
-        """The steps every call runs, where no num_inference_steps changes them (None: they follow it)."""
-        return int(self.offset) if self.slope <= 0 else None
+        """The steps every call runs, where no num_inference_steps changes them (None: they follow it, or each call
+        is one)."""
+        return int(self.offset) if self.slope <= 0 and not self.steps_are_calls else None
 
     def inference_steps_for(self, steps: int) -> int:
         if self.slope <= 0:
@@ -235,6 +237,7 @@ class Tester:
             call_kwargs=self.call_kwargs,
             text_encoding="the tester's own dummy components",
             denoiser=self.calibration.denoiser if self.calibration else "transformer",
+            steps_are_calls=self.calibration.steps_are_calls if self.calibration else False,
         )
 
     def prelude(self, pipe: Any, ctx: CallContext) -> None:
@@ -276,11 +279,8 @@ class Tester:
         """Two plain calls (the first is the pipeline's warm-up), counting the loop's steps as a guard counts them
         and each module's calls: with the test's own num_inference_steps, and with more."""
         first, kwargs = self.with_host_generators(pipe, ctx, lambda kwargs: _count(pipe, kwargs))
-        if first.raw_steps == 0:
-            raise NotDrivable(
-                f"{self.pipeline_class.__name__} ran no step of its scheduler and no progress bar in a call: no "
-                "denoising loop to check"
-            )
+        if first.raw_steps == 0:  # no scheduler step and no progress bar: a pipeline of one model call, or a few
+            return self._calls_as_steps(pipe, first)
         denoiser = _denoiser(first.calls, first.in_steps, first.raw_steps)
         if denoiser is None:
             raise NotDrivable(
@@ -311,6 +311,25 @@ class Tester:
             takes_step_callback="callback_on_step_end" in parameters,
             modules_called=first.calls,
             fixed_because=fixed_because if slope <= 0 else "",
+        )
+        return self.calibration
+
+    def _calls_as_steps(self, pipe: Any, first: _Counted) -> Calibration:
+        """A pipeline with no denoising loop (a latent upsampler, Flux Redux's image-to-embedding prior): each call
+        is a step, as in a serving loop calling it, and its largest model the denoiser (what the graph checks
+        compile)."""
+        models = {n: m for n, m in getattr(pipe, "components", {}).items() if isinstance(m, torch.nn.Module)}
+        if not models:
+            raise NotDrivable(f"{self.pipeline_class.__name__} has no denoising loop and no model to check")
+        denoiser = max(models, key=lambda name: sum(p.numel() for p in models[name].parameters()))
+        self.calibration = Calibration(
+            denoiser=denoiser,
+            slope=0.0,
+            offset=0.0,
+            inference_steps=0,
+            takes_step_callback=False,
+            modules_called=first.calls,
+            steps_are_calls=True,
         )
         return self.calibration
 

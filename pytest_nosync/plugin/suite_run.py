@@ -202,7 +202,8 @@ class SuiteRun:
         options = self.session.guard_options(item, check, target.name, scenario.name, denoiser=target.denoiser)
         try:
             return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, replace(ctx, device=device)),
-                           options, steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name)  # fmt: skip
+                           options, steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name,
+                           steps_are_calls=target.steps_are_calls)  # fmt: skip
         except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
             pytest.skip(f"not checkable: {exc}")
 

@@ -123,8 +123,10 @@ def run_check(
     steps: int = 2,
     test_id: str = "",
     target: str = "",
+    steps_are_calls: bool = False,
 ) -> Report:
-    """The measured call under a guard of `check` alone (after the pipeline's warm-up call, see `warm`)."""
+    """The measured call under a guard of `check` alone (after the pipeline's warm-up call, see `warm`).
+    `steps_are_calls`: the pipeline has no denoising loop, and each of `steps` calls is one step (guarded_call)."""
     if check not in PIPELINE_CHECKS:
         raise ValueError(f"unknown check {check!r}; choose from {', '.join(PIPELINE_CHECKS)}")
     steps, warmup = plan(check, pipe, steps)
@@ -133,7 +135,9 @@ def run_check(
         warm(pipe, call_kwargs, steps)
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
-    report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+    calls = steps if steps_are_calls else 0
+    report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target,
+                          calls=calls)  # fmt: skip
     if report.steps < steps and not report.of_kind(Kind.ERROR):
         # What the check judges needs those steps (steady steps after a warm-up): fewer checked less than it claims.
         add_not_checked(report, f"the call ran {report.steps} of the {steps} denoising steps the check asked for",
@@ -142,7 +146,8 @@ def run_check(
     if locate and any(f.where == UNATTRIBUTED for f in report.failures):
         # The cheap pass saw growth; the same seeded call again, noting where each allocation was made, names it.
         options = replace(options, alloc_sites=True)
-        located = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target)
+        located = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target,
+                               calls=calls)  # fmt: skip
         raised = located.of_kind(Kind.ERROR)
         if not raised:
             return located

@@ -37,8 +37,12 @@ def guarded_call(
     check: str = "",
     target: str = "",
     about: Callable[[Report], Report] | None = None,
+    calls: int = 0,
 ) -> Report:
     """Call `pipe(**kwargs)` under a guard whose steps end at the pipeline's step callback, and return its report.
+    `calls`: a pipeline with no denoising loop (a latent upsampler, an image-to-embedding prior) is called that many
+    times instead, each call one step: its loop is its caller's, a serving loop calling it (0: one call, its loop's
+    steps).
 
     `kwargs` is built before the guard is entered: making them (host tensors copied to the device) is the harness's
     work, not the pipeline's. Given as a function, each call gets fresh ones (a generator is consumed by a call).
@@ -50,10 +54,15 @@ def guarded_call(
     """
     make = kwargs if callable(kwargs) else lambda: kwargs
     keep = about or (lambda report: report)
-    report = keep(_call(pipe, make(), options, test_id, check, target))
+
+    def each_call() -> list[dict[str, Any]]:
+        return [make() for _ in range(max(calls, 1))]
+
+    report = keep(_call(pipe, each_call(), options, test_id, check, target, calls > 0))
     trace = options.trace
     if report.passed is False and trace is not None and trace.mode == "on-failure" and not trace.nsys:
-        traced = _call(pipe, make(), replace(options, trace=replace(trace, mode="always")), test_id, check, target)
+        always = replace(options, trace=replace(trace, mode="always"))
+        traced = _call(pipe, each_call(), always, test_id, check, target, calls > 0)
         attach_trace(report, keep(traced))
     return report
 
@@ -78,14 +87,22 @@ def _failing(report: Report) -> set[tuple]:
     return {(f.kind, f.where, f.step) for f in report.failures}
 
 
-def _call(pipe: Any, kwargs: dict[str, Any], options: GuardOptions, test_id: str, check: str, target: str) -> Report:
+def _call(
+    pipe: Any, calls: list[dict[str, Any]], options: GuardOptions, test_id: str, check: str, target: str,
+    steps_are_calls: bool,
+) -> Report:  # fmt: skip
     guard = Guard(pipe, options, test_id=test_id, check=check, target=target)
     if _takes_step_callback(type(pipe)):  # its step ends there; for the others at their scheduler's step (annotate)
-        kwargs = {**kwargs, "callback_on_step_end": guard.callback_on_step_end}
+        calls = [{**kwargs, "callback_on_step_end": guard.callback_on_step_end} for kwargs in calls]
     with guard:
         try:
             with torch.no_grad():
-                pipe(**kwargs)
+                for kwargs in calls:
+                    if steps_are_calls:  # a raise leaves the step open: its error is that step's
+                        guard.begin_step()
+                    pipe(**kwargs)
+                    if steps_are_calls:
+                        guard.end_step()
         except Exception as exc:
             if not guard.absorb(exc):
                 record_error(guard, exc)

@@ -101,21 +101,24 @@ def check(
     test_id: str = "",
     target: str = "",
     share: TraceStore | None = None,
+    steps_are_calls: bool = False,
 ) -> Report:
     """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
     raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
     means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
     applicable for the same reason, without a call. `share`: a dynamo check's verdict may come from another
-    pipeline's trace with the same key (suite.shared_traces)."""
+    pipeline's trace with the same key (suite.shared_traces). `steps_are_calls`: a pipeline without a denoising
+    loop, each of its calls one step (run_check)."""
     report = _refused(prepared, options, test_id=test_id, check=check, target=target)
     if report is None:
         kwargs = call_kwargs(prepared.pipe)
 
         def compute() -> Report:
-            return run_check(check, prepared.pipe, kwargs, options, steps=steps, test_id=test_id, target=target)
+            return run_check(check, prepared.pipe, kwargs, options, steps=steps, test_id=test_id, target=target,
+                             steps_are_calls=steps_are_calls)  # fmt: skip
 
         with calls_context(prepared.scenario):
-            if share is not None and CHECKS[check].dynamo:
+            if share is not None and CHECKS[check].dynamo and not steps_are_calls:  # keys know a loop's steps
                 report = run_shared(share, prepared.scenario, check, prepared.pipe, kwargs, options, compute,
                                     steps=steps, test_id=test_id, target=target)  # fmt: skip
             else:

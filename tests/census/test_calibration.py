@@ -12,7 +12,7 @@ import torch
 
 from pytest_nosync.census import testers
 from pytest_nosync.suite.targets.base import CallContext
-from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler, TwoExpertsPipeline
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler, TwoExpertsPipeline, UpsamplePipeline
 
 CPU = CallContext(device=torch.device("cpu"), dtype=torch.float32, steps=2)
 
@@ -154,3 +154,25 @@ def test_a_pipeline_sampling_on_the_host_gets_the_testers_generators_as_given(mo
     assert type(given) is torch.Generator and given.initial_seed() == 0
     other = testers.Tester(PlmsTests)  # a pipeline that takes the device's keeps them
     assert not other.host_generators
+
+
+class UpsampleTests:  # no denoising loop: each call is a step
+    pipeline_class = UpsamplePipeline
+
+    def get_dummy_components(self):
+        torch.manual_seed(0)
+        return {"upsampler": Denoiser(64), "projector": Denoiser(8)}
+
+    def get_dummy_inputs(self):
+        return {"latents": torch.randn(8, 64)}
+
+
+def test_a_pipeline_without_a_loop_is_checked_each_call_a_step_its_largest_model_the_denoiser() -> None:
+    """Where a plain call ran no scheduler step and no progress bar (a latent upsampler), the calls are the steps,
+    not a reason to leave the class unchecked."""
+    tester = testers.Tester(UpsampleTests)
+    pipe = UpsamplePipeline(**tester.components())
+    calibration = tester.calibrate(pipe, CPU)
+    assert calibration.steps_are_calls and calibration.denoiser == "upsampler"
+    assert calibration.fixed_steps is None  # as many steps as calls: no cap to refuse a check with
+    assert tester.target().steps_are_calls

@@ -39,6 +39,8 @@ class Target:
     denoiser: str = "transformer"
     description: str = ""
     extra_classes: tuple[str, ...] = field(default_factory=tuple)
+    # No denoising loop (a latent upsampler): each call is a step, the loop its caller's (suite.checks.run_check)
+    steps_are_calls: bool = False
 
     def kwargs_by_steps(self, pipe: Any, ctx: CallContext) -> Callable[[int], dict[str, Any]]:
         """`call_kwargs` as the checks take it: steps → fresh kwargs of a call in `ctx`'s place (a generator is
