@@ -1,7 +1,7 @@
 """Models and processors of a class a pipeline's `__init__` names that no sibling tester gives in any form, built tiny
 in code, keyed by the component's CLASS name, never by pipeline (census.generated_components builds them seeded, its
 last maker): a vision tower and its image processor (Z-Image Omni's SigLIP 2, HunyuanVideo 1.5's SigLIP), a VAE of
-another class than the sibling's (HunyuanImage's refiner VAE).
+another class than the sibling's (HunyuanImage's refiner VAE), LTX-2's latent upsampler and diffusion decoder.
 
 Each builder is given the annotated class itself (a processor's name differs with what transformers has installed:
 `SiglipImageProcessor`, its PIL fallback, its `Fast` alias) and the components the class is built with, the
@@ -71,6 +71,35 @@ def _hunyuan_image_refiner_vae(cls: type, components: Mapping[str, Any]) -> Any:
     )
 
 
+def _ltx2_latent_upsampler(cls: type, components: Mapping[str, Any]) -> Any:
+    # upsamples the VAE's latents: their channels; 2x in space, as the released spatial upsampler; 32 channels in the
+    # middle, its group norms' 32 groups
+    channels = _config(components, "vae", "latent_channels") or 4
+    return cls(in_channels=channels, mid_channels=32, num_blocks_per_stage=1, dims=3).eval()
+
+
+def ltx2_diffusion_decoder(cls: type, components: Mapping[str, Any]) -> Any:
+    """A diffusion decoder of the VAE's latent space at its compression (a tiny one's 2 in space and time: one
+    upsampling stage of stride 2, patch size 1): the released 32x spatial, 8x temporal decoder's neighborhood
+    attention over every decoded frame and pixel would not fit memory at that output; one block a stage, 3x3x3
+    kernels (each stage's grid at least the kernel, as its attention requires)."""
+    vae = components["vae"]
+    return cls(
+        latent_channels=vae.config.latent_channels,
+        patch_size=1,
+        decoder_head_dim=16,
+        decoder_stage_channels=(32, 16, 16, 16, 16),
+        decoder_stage_depths=(1, 1, 1, 1, 1),
+        decoder_stage_kernels=((3, 3, 3),) * 4,
+        decoder_upsample_strides=((1, 1, 1), (1, 1, 1), (1, 1, 1), (2, 2, 2)),
+        decoder_upsample_channel_reductions=(2, 1, 1, 1),
+        decoder_stage5_kernel=(3, 3, 3),
+        decoder_t_emb_dim=32,
+        spatial_compression_ratio=vae.spatial_compression_ratio,
+        temporal_compression_ratio=vae.temporal_compression_ratio,
+    ).eval()
+
+
 MADE: dict[str, Builder] = {
     "SiglipVisionModel": _siglip_vision,
     **dict.fromkeys(("SiglipImageProcessor", "SiglipImageProcessorPil", "SiglipImageProcessorFast"), _siglip_processor),
@@ -79,6 +108,8 @@ MADE: dict[str, Builder] = {
         ("Siglip2ImageProcessor", "Siglip2ImageProcessorPil", "Siglip2ImageProcessorFast"), _siglip2_processor
     ),
     "AutoencoderKLHunyuanImageRefiner": _hunyuan_image_refiner_vae,
+    "LTX2LatentUpsamplerModel": _ltx2_latent_upsampler,
+    "LTX2VideoDiffusionDecoderModel": ltx2_diffusion_decoder,
 }
 
 

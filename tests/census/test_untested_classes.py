@@ -892,3 +892,30 @@ def test_a_class_only_stand_ins_build_is_hosted_by_one_module_in_every_shard(
     alone = untested.plan(entries, [b], standins=(u.OrphanStandIn,))
     hosts = {e.name: e.parent for e in alone.untested}
     assert (hosts["OrphanSyncingPipeline"], hosts["OrphanCleanPipeline"]) == (b, b)
+
+
+def test_ltx2s_latent_upsampler_and_diffusion_decoder_are_made_in_the_siblings_latent_space() -> None:
+    """Bug twin: LTX-2's latent upsample and diffusion decode classes were counted with "needs the component(s)
+    latent_upsampler / diffusion_decoder, which no sibling tester of ltx2 gives". Both are built tiny by their class's
+    name (census.made_models) in the sibling VAE's latent space: the upsampler takes its channels and doubles the
+    size; the decoder decodes its latents at its compression."""
+    from diffusers import AutoencoderKLLTX2Video, LTX2LatentUpsamplePipeline, LTX2VideoDiffusionDecodePipeline
+
+    from pytest_nosync.census import generated_components
+
+    torch.manual_seed(0)
+    vae = AutoencoderKLLTX2Video(
+        latent_channels=4, block_out_channels=(8,), decoder_block_out_channels=(8,), layers_per_block=(1, 1),
+        decoder_layers_per_block=(1, 1), spatio_temporal_scaling=(True,), decoder_spatio_temporal_scaling=(True,),
+        decoder_inject_noise=(False, False), downsample_type=("spatial",), upsample_residual=(False,),
+        upsample_factor=(1,), timestep_conditioning=False, patch_size=1, patch_size_t=1,
+        encoder_causal=True, decoder_causal=False,
+    )  # fmt: skip
+    upsampler = generated_components.generated(LTX2LatentUpsamplePipeline, {"vae": vae})["latent_upsampler"][0]
+    latents = torch.randn(1, 4, 2, 4, 4)
+    with torch.no_grad():
+        assert upsampler(latents).shape == (1, 4, 2, 8, 8)
+    made = generated_components.generated(LTX2VideoDiffusionDecodePipeline, {"vae": vae})
+    decoder = made["diffusion_decoder"][0]
+    assert decoder.config.latent_channels == 4
+    assert decoder.config.spatial_compression_ratio == vae.spatial_compression_ratio

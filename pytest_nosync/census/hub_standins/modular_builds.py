@@ -44,6 +44,7 @@ from transformers import (
     UMT5EncoderModel,
 )
 
+from ..made_models import ltx2_diffusion_decoder
 from ..tiny_models import rebuilt
 from .classic_components import classic_components as _classic_components
 from .seeded import seeded_model
@@ -279,28 +280,11 @@ def helios_pyramid() -> dict[str, Any]:
 
 
 def ltx25() -> dict[str, Any]:
-    """LTX-2's classic tester's components and a diffusion decoder of its VAE's latent space: the LTX-2.5 blocks
-    decode with it. Its compression is the classic VAE's (2 in space and time: one upsampling stage of stride 2, patch
-    size 1), since the blocks size the latents by the VAE and the decoder's neighborhood attention, over every decoded
-    frame and pixel, would not fit memory at the released 32x spatial, 8x temporal decoder's output; one block a stage,
-    3x3x3 kernels (each stage's grid at least the kernel, as its attention requires)."""
+    """LTX-2's classic tester's components and a diffusion decoder of its VAE's latent space (made_models: at the
+    VAE's compression, since the blocks size the latents by the VAE): the LTX-2.5 blocks decode with it."""
     components = _classic_components("tests.pipelines.ltx2.test_ltx2", "LTX2PipelineFastTests")
-    vae = components["vae"]
     components["diffusion_decoder"] = seeded_model(
-        lambda: LTX2VideoDiffusionDecoderModel(
-            latent_channels=vae.config.latent_channels,
-            patch_size=1,
-            decoder_head_dim=16,
-            decoder_stage_channels=(32, 16, 16, 16, 16),
-            decoder_stage_depths=(1, 1, 1, 1, 1),
-            decoder_stage_kernels=((3, 3, 3),) * 4,
-            decoder_upsample_strides=((1, 1, 1), (1, 1, 1), (1, 1, 1), (2, 2, 2)),
-            decoder_upsample_channel_reductions=(2, 1, 1, 1),
-            decoder_stage5_kernel=(3, 3, 3),
-            decoder_t_emb_dim=32,
-            spatial_compression_ratio=vae.spatial_compression_ratio,
-            temporal_compression_ratio=vae.temporal_compression_ratio,
-        ).eval()
+        lambda: ltx2_diffusion_decoder(LTX2VideoDiffusionDecoderModel, components)
     )
     return components
 
