@@ -13,8 +13,9 @@ channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`:
 control a union ControlNet applies to its control image (`control_mode`: the first, 0); an edit's `source_prompt`
 (the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an `example_image` (as an
 image), two step indices counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where
-their defaults assume 50 steps). Required inputs too, where a maker knows them (a `__call__` requiring a mask). All
-seeded: the same inputs every call and run.
+their defaults assume 50 steps). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and
+`latents` only where required (a decoding pipeline's: of the sibling's frames and size in the pipeline's latent
+space). All seeded: the same inputs every call and run.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ VIDEO_MASKS = ("mask_video",)
 AUDIO = ("audio",)
 SPANS = {"mask_start_seconds": 0.25, "mask_end_seconds": 0.75}  # a share of the sibling's duration
 STEP_INDICES = {"t0": 2, "t1": 1}  # counted back from the sibling's num_inference_steps
+COMPRESSION = ("spatial_compression_ratio", "temporal_compression_ratio")  # a video latent space's, as VAEs name them
 
 
 def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict[str, Any]:
@@ -50,7 +52,9 @@ def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict
         if name in given or name in _alternatives(given, parameters):
             continue
         annotation = str(parameter.annotation)
-        value = _MAKERS.get(name, _nothing)(annotation, given, pipe)
+        required = parameter.default is inspect.Parameter.empty
+        maker = _MAKERS.get(name) or (_REQUIRED_MAKERS.get(name) if required else None) or _nothing
+        value = maker(annotation, given, pipe)
         if value is not None:
             made[name] = value
     return made
@@ -127,9 +131,9 @@ def _video_shape(given: Mapping[str, Any], channels: int) -> tuple[int, ...]:
 
 def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
     """A seeded video tensor (1, 3, frames, H, W) in [0, 1], of the sibling's frames and size; its frames as PIL
-    images where the annotation takes a list of images only."""
+    images where the annotation takes a list of images (of any kind: LTX-2's latent upsampler takes its frames)."""
     frames = torch.rand(_video_shape(given, 3), generator=torch.Generator().manual_seed(SEED))
-    if _takes(annotation, "Tensor"):
+    if _takes(annotation, "Tensor") and not annotation.startswith("list["):  # a list's tensor would be one frame
         return frames
     if not _takes(annotation, "Image"):
         return None
@@ -157,6 +161,26 @@ def _audio(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor
     return 0.1 * torch.randn(1, channels, samples, generator=torch.Generator().manual_seed(SEED))
 
 
+def _latents(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tensor | None:
+    """Seeded video latents (1, channels, frames, H, W) of the sibling's frames and size compressed as the pipeline's
+    latent space is (channels and compression read from its VAE, else the first component naming them): what a
+    decoding pipeline requires."""
+    components = getattr(pipe, "components", None) or {}
+    owners = [components.get("vae"), *components.values()]
+    space = next((c for c in owners if _config_of(c, "latent_channels")), None)
+    if space is None or not _takes(annotation, "Tensor"):
+        return None
+    spatial, temporal = (getattr(space, key, None) or _config_of(space, key) or 1 for key in COMPRESSION)
+    frames, (height, width) = int(given.get("num_frames") or 1), _size(given)
+    shape = (1, _config_of(space, "latent_channels"), (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(SEED))
+
+
+def _config_of(component: Any, key: str) -> Any:
+    config = getattr(component, "config", None)
+    return config.get(key) if isinstance(config, Mapping) else None
+
+
 def _control_mode(annotation: str, given: Mapping[str, Any], pipe: Any) -> list[int] | None:
     """The first control type, one per control image (a union ControlNet's `control_mode`)."""
     return [0] if _takes(annotation, "int") else None
@@ -175,7 +199,7 @@ def _token_indices(annotation: str, given: Mapping[str, Any], pipe: Any) -> list
 
 def knows(name: str) -> bool:
     """Whether `generated` has a maker for an input of this name (a required input it makes is no lack)."""
-    return name in _MAKERS
+    return name in _MAKERS or name in _REQUIRED_MAKERS
 
 
 def _span(share: float) -> Callable[[str, Mapping[str, Any], Any], float | None]:
@@ -206,3 +230,5 @@ _MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
     "token_indices": _token_indices,
     **{name: _step_index(back) for name, back in STEP_INDICES.items()},
 }
+# Made only where `__call__` requires them: most pipelines take latents to start from, optionally.
+_REQUIRED_MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {"latents": _latents}

@@ -97,3 +97,32 @@ def test_step_indices_whose_defaults_assume_fifty_steps_are_the_siblings_last_tw
     assert generated(FromStepToStep, {"prompt": "p", "num_inference_steps": 3}, pipe=None) == {"t0": 1, "t1": 2}
     assert generated(FromStepToStep, {"prompt": "p", "num_inference_steps": 1}, pipe=None) == {}
     assert generated(FromStepToStep, {"prompt": "p"}, pipe=None) == {}
+
+
+class Upsample:  # a list of frames, a tensor among its kinds (LTX-2's latent upsampler)
+    def __call__(self, video: list[PIL.Image.Image | torch.Tensor] | None = None, latents: torch.Tensor = None) -> None:
+        pass
+
+
+class Decode:  # decodes latents it requires (LTX-2's diffusion decode pipeline)
+    def __call__(self, latents: torch.Tensor, output_type: str = "pil") -> None: ...
+
+
+def _latent_space(channels: int, spatial: int, temporal: int) -> Any:
+    config = {"latent_channels": channels}
+    vae = SimpleNamespace(config=config, spatial_compression_ratio=spatial, temporal_compression_ratio=temporal)
+    return SimpleNamespace(components={"vae": vae})
+
+
+def test_a_video_whose_annotation_is_a_list_is_its_frames_and_optional_latents_are_left_to_their_default() -> None:
+    made = generated(Upsample, {"num_frames": 5, "height": 16, "width": 8}, _latent_space(4, 2, 2))
+    assert sorted(made) == ["video"]  # latents only where required
+    assert len(made["video"]) == 5 and made["video"][0].size == (8, 16)
+
+
+def test_required_latents_are_the_siblings_frames_and_size_in_the_pipelines_latent_space() -> None:
+    made = generated(Decode, {"num_frames": 5, "height": 16, "width": 8}, _latent_space(4, 2, 2))
+    assert made["latents"].shape == (1, 4, 3, 8, 4)
+    again = generated(Decode, {"num_frames": 5, "height": 16, "width": 8}, _latent_space(4, 2, 2))
+    assert torch.equal(made["latents"], again["latents"])  # seeded
+    assert generated(Decode, {"num_frames": 5}, pipe=None) == {}  # no latent space to size them by: none
