@@ -919,3 +919,30 @@ def test_ltx2s_latent_upsampler_and_diffusion_decoder_are_made_in_the_siblings_l
     decoder = made["diffusion_decoder"][0]
     assert decoder.config.latent_channels == 4
     assert decoder.config.spatial_compression_ratio == vae.spatial_compression_ratio
+
+
+def test_a_class_only_slow_tests_name_is_untested_and_its_stand_in_drives_it(tmp_path: Path) -> None:
+    """Bug twin: Flux Redux's prior is named by one test class, a slow one loading the released repository (no dummy
+    components): the census took it for tested and checked it nowhere ("no check of it ran"). A class only slow or
+    nightly test classes name is untested; its stand-in tester is its first sibling."""
+    from pytest_nosync.census import standin_testers, untested
+
+    module = tmp_path / "test_redux.py"
+    module.write_text(
+        "@slow\n@require_big_accelerator\nclass ReduxSlowTests(unittest.TestCase):\n"
+        "    pipeline_class = FluxPriorReduxPipeline\n    base_pipeline_class = FluxPipeline\n\n\n"
+        "@nightly\nclass T:\n    pipeline_class = FluxPipeline\n\n\n"
+        "class FluxFastTests(PipelineTesterMixin):\n    pipeline_class = FluxPipeline\n"
+    )
+    assert untested.named_by(module) == {"FluxPipeline"}  # a fast tester names it too: tested
+    entries = [e for e in untested.exported_pipelines() if e.name in ("FluxPipeline", "FluxPriorReduxPipeline")]
+    from diffusers import FluxPipeline
+
+    class FluxFastTests:  # the run's Flux tester: the stand-in's host
+        pipeline_class = FluxPipeline
+
+    planned = untested.plan(entries, [FluxFastTests], untested.named_by(module), (), standin_testers.TESTERS)
+    (entry,) = planned.untested
+    assert entry.siblings[0] is standin_testers.flux_redux.FluxPriorReduxStandIn
+    regex_only = {"FluxPriorReduxPipeline", "FluxPipeline"}  # what reading `pipeline_class = X` alone named
+    assert untested.plan(entries, [FluxFastTests], regex_only, (), standin_testers.TESTERS).untested == []

@@ -9,6 +9,7 @@ sibling tester (census.untested.plan). One module per family:
 - dance_diffusion: Dance Diffusion's 1-D UNet;
 - diffusion_gemma: DiffusionGemma's block diffusion of text, a tiny DiffusionGemmaForBlockDiffusion its model;
 - ernie_image: the classic Ernie Image pipeline (diffusers tests its modular blocks only);
+- flux_redux: Flux Redux's prior, a SigLIP tower and a Redux image encoder (its one test loads the released repo);
 - gligen: GLIGEN's box-grounded Stable Diffusion, by phrase and by phrase and image;
 - i2vgen_xl: I2VGen-XL's image-to-video UNet;
 - ideogram4: Ideogram 4's conditional and unconditional transformers over a tapped Qwen3-VL text model;
@@ -38,6 +39,7 @@ FAMILIES = (
     "dance_diffusion",
     "diffusion_gemma",
     "ernie_image",
+    "flux_redux",
     "gligen",
     "i2vgen_xl",
     "ideogram4",
