@@ -7,7 +7,9 @@ with those blocks, from the components of a sibling config's repository stand-in
 those its blocks expect) and called with that config's `get_dummy_inputs` (those its blocks take). The siblings are
 the run's modular configs whose pipeline class is of the same family (the package of `diffusers.modular_pipelines`
 that exports it), best first by the components their blocks share with the class's; the first whose stand-in builds
-and with which a plain call returns is the one checked through. The steps are its loop blocks', as a config's
+and with which a plain call returns is the one checked through; a class released in a repository of its own that no
+sibling's components fit (hub_standins.modular_repos.RELEASED_IN) is given that repository's stand-in in place of each
+sibling config's, with the sibling's inputs. The steps are its loop blocks', as a config's
 (census.modular). Where no config of its family fits (its blocks load a component the configs' repositories lack:
 Wan 2.2's second transformer, Wan's image encoder), the run's classic testers of the family come next, best first by
 the components their pipeline takes: their dummy components and inputs are what a family's tiny modular repository
@@ -27,7 +29,7 @@ import diffusers
 import torch
 
 from ..suite.targets.base import CallContext
-from .hub_standins.modular_repos import NoStandIn, components_for
+from .hub_standins.modular_repos import RELEASED_IN, NoStandIn, components_for
 from .modular import REPO, ModularTester, provider, ready
 from .testers import NotDrivable, _input_binder, _reason, tester_name, untested_name
 from .untested import Exported, Plan, Untested, _init_parameters, _raise_site
@@ -161,6 +163,8 @@ class UntestedModularTester(ModularTester):
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
         self.repo = inspect.getattr_static(sibling, REPO, None)  # None: a classic tester (or stand-in tester)
+        if self.repo is not None:  # a class released in a repository of its own is built from its stand-in
+            self.repo = RELEASED_IN.get(self.pipeline_class.__name__, self.repo)
         self._inputs = _input_binder(sibling.get_dummy_inputs)
 
     @property
@@ -203,7 +207,7 @@ class UntestedModularTester(ModularTester):
         try:
             pipe.update_components(**{name: value for name, value in given.items() if name in pipe._component_specs})
         except Exception as exc:  # components its blocks refuse are the stand-in's misfit, not the class's raise
-            source = f"the stand-in of {self.repo}" if self.repo is not None else _given(self.cls)
+            source = f"the stand-in of {self.repo}" if self.repo is not None else _given(self.cls, None)
             raise NotDrivable(_reason(f"{source} in {self.pipeline_class.__name__}", exc)) from exc
         return ready(pipe, device, dtype)
 
@@ -224,26 +228,27 @@ class UntestedModularTester(ModularTester):
                 with torch.no_grad():
                     pipe(**self.call_kwargs(pipe, CallContext(device, dtype)))
             except Exception as exc:
-                raised.append((sibling, exc, self._lacking(pipe)))
+                raised.append((sibling, self.repo, exc, self._lacking(pipe)))
                 continue
             self._chosen = sibling
             return pipe
         if not raised:
             raise NotDrivable(lacks[0])
         # a raise with a sibling's components and inputs is theirs as much as the class's: its reason, never a pass
-        sibling, exc, lacking = raised[0]
+        sibling, repo, exc, lacking = raised[0]
         without = f" (without {', '.join(lacking)})" if lacking else ""
         others = " (and every other sibling's)" if len(raised) > 1 else ""
         unbuilt = f"; {len(lacks)} other sibling(s) not built here: {lacks[0]}" if lacks else ""
         raise NotDrivable(
-            f"with {_given(sibling)}{without} and its inputs{others}, "
+            f"with {_given(sibling, repo)}{without} and its inputs{others}, "
             f"{_reason('a plain call', exc)} at {_raise_site(exc)}{unbuilt}"
         )
 
 
-def _given(sibling: type) -> str:
-    """Where a sibling's components come from, for a reason."""
-    repo = inspect.getattr_static(sibling, REPO, None)
+def _given(sibling: type, repo: str | None) -> str:
+    """Where the components given with a sibling's inputs come from (`repo`: its stand-in's), for a reason."""
     if repo is None:
         return f"the dummy components of its classic sibling {sibling.__qualname__}"
+    if repo != inspect.getattr_static(sibling, REPO, None):
+        return f"the stand-in of its own repository {repo} in place of its sibling {sibling.__qualname__}'s"
     return f"the components of its sibling {sibling.__qualname__}'s stand-in"

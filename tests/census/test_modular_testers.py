@@ -350,6 +350,25 @@ def test_the_helios_pyramid_stand_in_has_the_testers_two_stages_and_a_block_nois
     assert sample_block_noise(1, 4, 2, 4, 4, scheduler.config.gamma, **draw).shape == (1, 4, 2, 4, 4)
 
 
+def test_the_distilled_helios_repository_steps_a_dmd_scheduler_of_the_pyramids_stages_without_guidance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The released repository the distilled class is built from (RELEASED_IN): the scheduler its blocks step with
+    their DMD arguments, of the pyramid stand-in's stages and gamma, and a guider of scale 1 (no CFG)."""
+    from diffusers import HeliosDMDScheduler, HeliosScheduler
+
+    from pytest_nosync.census.hub_standins import modular_builds
+
+    classic = {"scheduler": HeliosScheduler(stage_range=[0, 1], stages=1)}
+    monkeypatch.setattr(modular_builds, "_classic_components", lambda *source: dict(classic))
+    repo = modular_repos.RELEASED_IN["HeliosPyramidDistilledModularPipeline"]
+    components = modular_repos.components_for(repo)()
+    pyramid = modular_repos.components_for("hf-internal-testing/tiny-helios-pyramid-modular-pipe")()["scheduler"]
+    assert isinstance(components["scheduler"], HeliosDMDScheduler)
+    assert (components["scheduler"].config.stages, components["scheduler"].config.gamma) == (2, pyramid.config.gamma)
+    assert components["guider"].guidance_scale == 1.0
+
+
 def test_the_ltx25_stand_in_decodes_its_classic_vaes_latents_to_the_vaes_own_video_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

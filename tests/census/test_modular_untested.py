@@ -96,6 +96,23 @@ def test_a_class_whose_call_raises_with_every_siblings_inputs_is_counted_with_th
     ), out
 
 
+def test_a_class_released_in_a_repository_of_its_own_is_built_from_its_stand_in_with_the_siblings_inputs(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RELEASED_IN names the repository (the distilled Helios class's): its stand-in's components, not the sibling
+    config's, with the config's inputs; here its denoiser syncs, where the config's clean one would pass."""
+    released = "nosync-twins/released-scaled-loop"
+    monkeypatch.setitem(modular_repos.RELEASED_IN, "ScaledLoopModularPipeline", released)
+    monkeypatch.setitem(modular_repos.MODULAR_STANDINS, released, twins.released_components)
+    pytester.makepyfile(test_modular_pipeline_loop=NAMED_CONFIGS)
+    args = ("-m", "gpu", "--nosync", "--nosync-backend=emulate", "-k", "ScaledLoopModularPipeline and syncs")
+    result = pytester.runpytest(*args, "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    line = twins.line_of("syncs in its forward", twins.SyncingDenoiser)
+    result.stdout.fnmatch_lines([f"*dtoh_sync*modular_untested_pipelines.py:{line}*step 0 ×1, step 1 ×1*"])
+    assert f"FAILED {SIBLING}::ScaledLoopModularPipeline::nosync[syncs]" in result.stdout.str()
+
+
 NO_STANDIN_CONFIG = """
 
 class TestNoStandInModularPipelineFast(LoopModularTesterConfig):  # a sibling ranked after: its repository has none

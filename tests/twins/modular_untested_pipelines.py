@@ -62,6 +62,20 @@ class ScaledLoopModularPipeline(ModularPipeline):
     default_blocks_name = "ScaledLoopBlocks"
 
 
+class SyncingDenoiser(Denoiser):
+    """A denoiser reading its input on the host: what a released repository's own model may do (RELEASED_IN)."""
+
+    def forward(self, latents: torch.Tensor) -> torch.Tensor:
+        float(latents.sum())  # twin: syncs in its forward
+        return super().forward(latents)
+
+
+def released_components() -> dict[str, object]:
+    """The stand-in of a repository a class no config names is released in: the loop's, its denoiser syncing."""
+    torch.manual_seed(0)
+    return {"transformer": SyncingDenoiser(), "scheduler": base.Scheduler()}
+
+
 class LoneModularPipeline(ModularPipeline):
     """Of a family no modular config has (as Ideogram 4's)."""
 

@@ -17,9 +17,11 @@ from diffusers import (
     AutoencoderKLFlux2,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
+    ClassifierFreeGuidance,
     CosmosTransformer3DModel,
     ErnieImageTransformer2DModel,
     FlowMatchEulerDiscreteScheduler,
+    HeliosDMDScheduler,
     HeliosScheduler,
     LTX2VideoDiffusionDecoderModel,
     MiniMaxMusic3ConditionEncoder,
@@ -275,7 +277,26 @@ def helios_pyramid() -> dict[str, Any]:
     from a covariance over each 2x2 patch whose smallest eigenvalue is 1 - 3 * gamma: the default gamma (1/3) leaves
     it singular but for a 1e-8 jitter, which a float32 Cholesky on the CPU refuses; 0.25 keeps it positive."""
     components = _classic_components("tests.pipelines.helios.test_helios", "HeliosPipelineFastTests")
-    components["scheduler"] = HeliosScheduler(stages=2, stage_range=[0, 0.5, 1], gamma=0.25, use_dynamic_shifting=True)
+    components["scheduler"] = HeliosScheduler(**HELIOS_PYRAMID_STAGES)
+    return components
+
+
+HELIOS_PYRAMID_STAGES = {"stages": 2, "stage_range": [0, 0.5, 1], "gamma": 0.25, "use_dynamic_shifting": True}
+
+
+def helios_pyramid_distilled() -> dict[str, Any]:
+    """The released distilled Helios repository (BestWishYsh/Helios-Distilled), which no modular tester loads: the
+    pyramid stand-in's components with the DMD scheduler the distilled blocks step (they pass it `cur_sampling_step`
+    and the stage's start point, which HeliosScheduler takes not) and a guider of guidance scale 1 (the distilled
+    model's: no CFG, the scale the blocks' own denoise spec sets). The released scheduler has three stages; two here,
+    as the pyramid tester's steps list has (its inputs are the ones the class runs with: the Helios tester's 16x16
+    frames leave no latent pixel for a third stage), and the pyramid stand-in's gamma (a block noise covariance a
+    float32 Cholesky on the CPU can factor). A guider of scale 5 (what the pipeline makes without one: its text encoder
+    step's spec) keeps its step from the last call, past its stop with the distilled schedule's doubled first chunk,
+    so a second call encodes no negative prompt that the loop's first step then asks for."""
+    components = helios_pyramid()
+    components["scheduler"] = HeliosDMDScheduler(**HELIOS_PYRAMID_STAGES)
+    components["guider"] = ClassifierFreeGuidance(guidance_scale=1.0)
     return components
 
 

@@ -6,7 +6,8 @@ the components themselves, a function returning them by name, which the census g
 (`update_components`). A family's tiny modular repository holds the same tiny models as its classic tester's dummy
 components, so a stand-in is that tester's `get_dummy_components()` (FROM_CLASSIC_TESTERS: repository id -> (its test
 module, its tester class)); where those components need an adaptation, a named function does it (MODULAR_STANDINS),
-as do the families no classic tester has, their components built in code (modular_builds); a repository whose
+as do the families no classic tester has, their components built in code (modular_builds), and the repository a
+class no config names is released in where no sibling config's components fit it (RELEASED_IN); a repository whose
 classic tester's components hold a processor transformers builds only with torchvision is stood in for where
 torchvision is importable (WITH_TORCHVISION), and where no stand-in can fit the blocks, MISFITS says why. A
 repository with no stand-in is not checked, with that reason, never passed. What each stands in with, measured:
@@ -119,6 +120,14 @@ MODULAR_STANDINS: dict[str, Components] = {
     "hf-internal-testing/tiny-krea2-modular-pipe": _built("krea2"),
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _built("krea2"),
     "hf-internal-testing/tiny-minimax-music3-modular-pipe": _built("minimax_music3"),
+    "BestWishYsh/Helios-Distilled": _built("helios_pyramid_distilled"),
+}
+
+# ModularPipeline class name -> the repository it is released in, for a class no config names whose blocks need
+# components none of its sibling configs' repositories has (the distilled Helios blocks step a DMD scheduler):
+# census.modular_untested builds it from this repository's stand-in, with each sibling config's inputs in turn
+RELEASED_IN: dict[str, str] = {
+    "HeliosPyramidDistilledModularPipeline": "BestWishYsh/Helios-Distilled",
 }
 
 _QWEN_VL_PROCESSOR = (
