@@ -12,6 +12,7 @@ loop, its denoiser's call and its scheduler's step open and close each step).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -110,6 +111,37 @@ class ModularTester(Tester):
     def call_parameters(self, pipe: Any) -> frozenset[str]:
         """The inputs its blocks take (a modular pipeline's call takes them as keywords)."""
         return frozenset(param.name for param in pipe._blocks.inputs if param.name)
+
+    def with_steps(self, pipe: Any, inputs: dict[str, Any], steps: int) -> dict[str, Any]:
+        """`inputs` for a call of `steps` num_inference_steps, each per-step input its blocks take (per_step_inputs:
+        Ideogram 4's guidance schedule, which they refuse at another length) resampled to `steps` entries: the one
+        given, else the blocks' default, which is as long as their default step count."""
+        inputs = super().with_steps(pipe, inputs, steps)
+        for name, default in per_step_inputs(pipe._blocks.inputs).items():
+            given = inputs.get(name)
+            schedule = default if given is None else given
+            if len(schedule) != steps:
+                inputs[name] = resampled(schedule, steps)
+        return inputs
+
+
+def per_step_inputs(params: Sequence[Any]) -> dict[str, Sequence[Any]]:
+    """The blocks' inputs (InputParam) with one entry a step, by name, and their defaults: those whose default is a
+    list or tuple as long as the default of their `num_inference_steps`."""
+    steps = next((param.default for param in params if param.name == "num_inference_steps"), None)
+    if not isinstance(steps, int):
+        return {}
+    return {
+        param.name: param.default
+        for param in params
+        if param.name and isinstance(param.default, (list, tuple)) and len(param.default) == steps
+    }
+
+
+def resampled(schedule: Sequence[Any], steps: int) -> list[Any]:
+    """`schedule` at `steps` evenly spaced places from its first entry to its last: its shape at another length."""
+    last = len(schedule) - 1
+    return [schedule[round(i * last / max(steps - 1, 1))] for i in range(steps)]
 
 
 def ready(pipe: Any, device: torch.device, dtype: torch.dtype) -> Any:

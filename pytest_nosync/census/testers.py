@@ -223,9 +223,16 @@ class Tester:
             for fixed in STEP_LISTS:  # a list of timesteps would fix the steps whatever the count says
                 inputs.pop(fixed, None)
         calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work
+        steps = inputs.get("num_inference_steps")
         if calibration is not None and calibration.inference_steps:
-            inputs["num_inference_steps"] = calibration.inference_steps_for(ctx.steps)
+            steps = calibration.inference_steps_for(ctx.steps)
+        if isinstance(steps, int):
+            inputs = self.with_steps(pipe, inputs, steps)
         return {k: _on_device(v, ctx, self.host_generators) for k, v in inputs.items()}
+
+    def with_steps(self, pipe: Any, inputs: dict[str, Any], steps: int) -> dict[str, Any]:
+        """`inputs` for a call of `steps` num_inference_steps."""
+        return {**inputs, "num_inference_steps": steps}
 
     def target(self) -> Target:
         """The tester as a Target of the suite (the denoiser known once calibrated)."""
@@ -294,7 +301,7 @@ class Tester:
         if isinstance(asked, int) and asked > 0:
             further = _further_steps(asked, parameters)
             try:
-                more = _count(pipe, {**kwargs, "num_inference_steps": further}).steps_of(denoiser)
+                more = _count(pipe, self.with_steps(pipe, kwargs, further)).steps_of(denoiser)
             except Uncallable as exc:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
                 _count(pipe, kwargs)  # unless it now raises at that count too: then its raise is no cap (Uncallable)
                 first_line = (str(exc).splitlines() or [""])[0][:160]

@@ -119,6 +119,30 @@ def test_a_clean_modular_loop_passes_every_check_over_its_loop_blocks_steps(pyte
     assert {t["metrics"]["denoiser"] for t in doc["tests"]} == {"transformer"}
 
 
+def test_a_per_step_input_of_the_blocks_follows_the_steps_of_every_call(pytester: pytest.Pytester) -> None:
+    """Blocks taking a schedule of one entry a step (Ideogram 4's guidance schedule), which they refuse at another
+    length than the call's steps: its default resampled to the test's 2 steps, to the calibrating call's 3 and to the
+    growth check's more; before, the test's own call raised with the 3-entry default."""
+    configs = CONFIGS.format(read=False, repo=REPO).replace(
+        "import LoopBlocks", "import ScheduledLoopBlocks as LoopBlocks"
+    )
+    pytester.makepyfile(test_modular_pipeline_loop=configs)
+    args = ("-m", "gpu", "--nosync", "-k", "syncs or alloc_growth", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*args, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2)
+    doc = json.loads((pytester.path / "report.json").read_text())
+    steps = {t["check"]: t["steps"] for t in doc["tests"]}
+    assert steps["syncs"] == 2 and steps["alloc_growth"] >= 3, steps  # more than 2: the steps follow the count
+
+
+def test_the_resampled_schedule_keeps_its_first_and_last_entries() -> None:
+    from pytest_nosync.census.modular import resampled
+
+    schedule = (7.0,) * 45 + (3.0,) * 3  # Ideogram 4's default guidance schedule
+    assert resampled(schedule, 2) == [7.0, 3.0] and resampled(schedule, 3) == [7.0, 7.0, 3.0]
+    assert resampled(schedule, 1) == [7.0] and resampled(schedule, 48) == list(schedule)
+
+
 @pytest.mark.parametrize("backend", ["auto", "emulate"])  # auto: a GPU's where there is one
 def test_a_sync_in_a_modular_loop_step_fails_the_syncs_check_at_its_line(
     pytester: pytest.Pytester, backend: str

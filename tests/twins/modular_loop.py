@@ -120,6 +120,25 @@ class LoopBlocks(SequentialPipelineBlocks):
         return "set the timesteps, then denoise"
 
 
+class ScheduledSetTimesteps(SetTimesteps):
+    """Takes a per-step scale, as Ideogram 4's blocks take their guidance schedule: its default as long as the default
+    step count, another length than the call's steps refused."""
+
+    @property
+    def inputs(self) -> list[InputParam]:
+        return [*super().inputs, InputParam("scale_schedule", default=(1.0, 1.0, 0.5))]
+
+    def __call__(self, components, state: PipelineState):
+        block_state = self.get_block_state(state)
+        if len(block_state.scale_schedule) != block_state.num_inference_steps:
+            raise ValueError("scale_schedule must have length num_inference_steps")
+        return super().__call__(components, state)
+
+
+class ScheduledLoopBlocks(LoopBlocks):
+    block_classes = [ScheduledSetTimesteps, DenoiseLoop]
+
+
 def tiny_components() -> dict[str, object]:
     """The stand-in's components: what a hub repository of this pipeline would hold."""
     torch.manual_seed(0)
