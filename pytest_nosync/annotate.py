@@ -13,7 +13,8 @@ Steps, without per-pipeline code (diffusers pipelines share the shape of their d
     and each iteration of an iterated bar is a step;
   - a step closes when the pipeline's own scheduler returns from `step()` (the latents are updated), or at the
     pipeline's `callback_on_step_end` when the caller passes the guard's; iterating the progress bar closes each
-    iteration's step at the next one;
+    iteration's step at the next one; in a loop whose own scheduler never steps, updating the bar closes it (the
+    calibration counts such a loop's steps by its bar too);
   - the loop ends when the progress bar does: what follows (decoding) is after the steps.
 A Modular Diffusers pipeline has no loop of its own: each of its loop blocks (`loop_blocks`) is one, its progress bar
 the loop's, its components' denoiser and scheduler the pipeline's.
@@ -41,6 +42,8 @@ class Guard(Protocol):
     def adopt(self, pipeline: Any) -> bool: ...
     def begin_step(self) -> None: ...
     def close_step(self) -> None: ...
+    def scheduler_stepped(self) -> None: ...
+    def progress_updated(self) -> None: ...
     def enter_region(self, name: str) -> None: ...
     def exit_region(self, name: str) -> None: ...
     def loop_begins(self) -> None: ...
@@ -144,7 +147,7 @@ def _in_region(method: Any, guard: Guard, region: str, ends_step_of: Any = None)
             guard.exit_region(region)
         owner = getattr(ends_step_of, "scheduler", None)
         if owner is not None and args and args[0] is owner:  # the pipeline's own scheduler, not a copy of it
-            guard.close_step()
+            guard.scheduler_stepped()
         return result
 
     return wrapper
@@ -191,6 +194,12 @@ class _LoopBar(WrappedBar):
         finally:
             if exc[0] is None:  # a raise leaves its step open: the guard records it there (Guard.absorb)
                 self._guard.loop_ends()
+
+    def update(self, n: int = 1) -> Any:
+        try:
+            return self._bar.update(n)
+        finally:
+            self._guard.progress_updated()
 
     def __iter__(self) -> Iterator[Any]:
         self._guard.loop_begins()

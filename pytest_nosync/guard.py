@@ -83,6 +83,7 @@ class Guard:
         self._watch: LoopWatch | None = None
         self._loops = 0  # denoising loops begun (annotate): between their steps findings wait for the next one
         self._in_loop = False
+        self._scheduler_stepped = False  # in the current loop: the pipeline's own scheduler's steps close the steps
         self._step_started = 0.0
         self._step_ms: dict[int, float] = {}
         self._active = False
@@ -350,7 +351,20 @@ class Guard:
         self._flush_pending()  # between two loops: no step's
         self._loops += 1
         self._in_loop = True
+        self._scheduler_stepped = False
         self.iteration_begins()
+
+    def scheduler_stepped(self) -> None:
+        """The pipeline's own scheduler returned from `step()`: the open step closes."""
+        self._scheduler_stepped = True
+        self.close_step()
+
+    def progress_updated(self) -> None:
+        """The loop's progress bar was updated: in a loop whose own scheduler has not stepped, the open step closes
+        here (Paradigms steps its window through the scheduler's batch_step_no_noise, SkyReels V2's diffusion forcing
+        steps copies of it); elsewhere the scheduler's step closed it."""
+        if not self._scheduler_stepped:
+            self.close_step()
 
     def iteration_begins(self) -> None:
         """An iteration of an iterated progress bar: its step opens at the denoiser's call, or here without one."""

@@ -105,3 +105,22 @@ def test_a_one_step_call_is_not_checked_where_a_callbacks_sync_would_pass(backen
     assert two.passed is False and not two.not_checked
     line = reads.__code__.co_firstlineno + 1
     assert [(f.kind, f.where.line, f.step) for f in two.failures] == [("dtoh_sync", line, 1)]
+
+
+def test_a_loop_whose_own_scheduler_never_steps_closes_its_steps_at_its_progress_bar(
+    backend: str, device: torch.device
+) -> None:
+    """Paradigms steps its window through its scheduler's batch_step_no_noise, SkyReels V2's diffusion forcing steps
+    copies of its scheduler: without a step callback the bar's update is the only step boundary, and each iteration's
+    read falls in its own step (before, the loop was one step, not checked). A loop whose scheduler steps keeps its
+    steps there: the bar's update after it changes nothing."""
+    pipe = loop_pipeline.build(device, loop_pipeline.CopiedSchedulersPipeline)
+    x = loop_pipeline.latents(device)
+    with nosync_guard(pipe, backend=backend) as g, torch.no_grad():
+        pipe(x, num_inference_steps=3, read_mask=True)
+    assert not g.report.not_checked and g.report.steps == 3
+    assert _per_step(g.report) == {0: 2, 1: 2, 2: 2}, g.report.findings  # a read of each of the two rows
+    pipe = loop_pipeline.build(device)
+    with nosync_guard(pipe, backend=backend) as g, torch.no_grad():
+        pipe(loop_pipeline.latents(device), num_inference_steps=3, read_early=True)
+    assert _per_step(g.report) == {0: 1, 1: 1, 2: 1} and g.report.steps == 3
