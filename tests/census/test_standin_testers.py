@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_nosync import nosync_guard
 from pytest_nosync.census import standin_testers, testers, untested
 from pytest_nosync.census.diffusers_bugs import own_bug
 from pytest_nosync.suite.targets.base import CallContext
@@ -56,3 +57,22 @@ def test_unclips_three_stages_together_are_its_denoiser(monkeypatch: pytest.Monk
     monkeypatch.setattr(testers, "DENOISER_NAMES", without)
     with pytest.raises(testers.NotDrivable, match="no module of UnCLIPPipeline is called once per step"):
         tester.calibrate(pipe, ctx)
+
+
+def test_paradigms_runs_one_step_an_iteration_as_num_inference_steps_asks() -> None:
+    """Paradigms' loop advances a window of `parallel` steps an iteration and never calls its scheduler's `step()`: its
+    stand-in's window of one makes each iteration one step, counted alike by the calibration (its bar's updates)
+    and by a guard (closed at the bar's update), as many as num_inference_steps asks."""
+    from pytest_nosync.census.standin_testers.stable_diffusion_variants import ParadigmsStandIn
+
+    tester = testers.Tester(ParadigmsStandIn)
+    ctx = CallContext(torch.device("cpu"), torch.float32, steps=3)
+    pipe = tester.build(ctx.device, ctx.dtype)
+    pipe.set_progress_bar_config(disable=True)
+    calibration = tester.calibrate(pipe, ctx)
+    assert (calibration.denoiser, calibration.slope, calibration.offset) == ("unet", 1.0, 0.0)
+    kwargs = tester.call_kwargs(pipe, ctx)
+    with nosync_guard(pipe, backend="emulate", checks=("syncs",), denoiser="unet") as g, torch.no_grad():
+        pipe(**kwargs)
+    assert kwargs["num_inference_steps"] == g.report.steps == 3
+    assert not [reason for reason in g.report.not_checked if "denoising step(s)" in reason]

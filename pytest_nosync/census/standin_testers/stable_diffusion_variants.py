@@ -40,7 +40,9 @@ class ParadigmsStandIn:
         return {**stable_diffusion(), "scheduler": DDPMParallelScheduler()}
 
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
-        return prompted(seed, num_inference_steps=4, parallel=2)  # two steps at a time
+        # A window of one step: each loop iteration then runs the UNet once and advances one timestep, whatever the
+        # tolerance finds (a wider window converged in one iteration, one step for the census to see).
+        return prompted(seed, num_inference_steps=4, parallel=1)
 
 
 class PaintByExampleStandIn:
