@@ -52,9 +52,13 @@ DENOISER_NAMES = (
     "super_res_last",
 )
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
-# (a tester's inputs method, the pipeline method its own tests call with them before the pipeline): LEdits++ edits
-# the image its `invert` inverted, and raises without one
-PRELUDES = (("get_dummy_inversion_inputs", "invert"),)
+# (a tester's inputs method, the pipeline method its own tests call with them before the pipeline, the call's input
+# its result gives where the call takes one, the result's field that holds it or ""): LEdits++ edits the image its
+# `invert` inverted and raises without one, DiffEdit takes its mask and inverted latents as the call's inputs
+PRELUDES = (
+    ("get_dummy_mask_inputs", "generate_mask", "mask_image", ""),
+    ("get_dummy_inversion_inputs", "invert", "image_latents", "latents"),
+)
 
 # A scenario parameter whose right value depends on the pipeline, where the tester's own cache tests set it for theirs
 # (diffusers tests FasterCache on its guidance-distilled Flux with is_guidance_distilled=True): scenario → (parameter,
@@ -158,6 +162,7 @@ class Tester:
         self.calibration: Calibration | None = None
         self._instance: Any = None
         self._inputs = _input_binder(cls.get_dummy_inputs)
+        self.from_prelude: dict[str, Any] = {}  # the call's inputs the prelude's results give (PRELUDES)
 
     @property
     def instance(self) -> Any:
@@ -215,7 +220,7 @@ class Tester:
 
     def call_kwargs(self, pipe: Any, ctx: CallContext) -> dict[str, Any]:
         """The test's dummy inputs for a call that runs at least `ctx.steps` denoising steps, on ctx's device."""
-        inputs = dict(self._inputs(self.instance, ctx))
+        inputs = {**self._inputs(self.instance, ctx), **self.from_prelude}
         if "num_inference_steps" in inputs and "num_inference_steps" in self.call_parameters(pipe):
             listed = next((inputs[k] for k in STEP_LISTS if inputs.get(k) is not None), None)
             if inputs["num_inference_steps"] is None and listed is not None:  # the list alone gives the steps
@@ -249,9 +254,11 @@ class Tester:
 
     def prelude(self, pipe: Any, ctx: CallContext) -> None:
         """What the tester's own tests call before the pipeline (PRELUDES), with the tester's inputs for it (one image
-        of a list, as those tests do before a call): once, as the pipeline keeps its result for every later call. A
-        raise there is the pipeline's (Uncallable)."""
-        for inputs_method, method in PRELUDES:
+        of a list, as those tests do before a call): once, as the pipeline keeps its result (LEdits++), or the calls
+        take it as an input (DiffEdit: `from_prelude`), for every later call. A raise there is the pipeline's
+        (Uncallable)."""
+        self.from_prelude = {}
+        for inputs_method, method, input_name, field in PRELUDES:
             given = getattr(self.cls, inputs_method, None)
             run = getattr(pipe, method, None)
             if not callable(given) or not callable(run):
@@ -261,9 +268,11 @@ class Tester:
                 inputs["image"] = inputs["image"][0]
             try:
                 with torch.no_grad():
-                    run(**{k: _on_device(v, ctx) for k, v in inputs.items()})
+                    result = run(**{k: _on_device(v, ctx) for k, v in inputs.items()})
             except Exception as exc:
                 raise Uncallable(exc) from exc
+            if input_name in self.call_parameters(pipe):
+                self.from_prelude[input_name] = getattr(result, field) if field else result
 
     def with_host_generators(
         self, pipe: Any, ctx: CallContext, call: Callable[[dict[str, Any]], Result]

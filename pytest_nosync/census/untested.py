@@ -42,6 +42,7 @@ from diffusers.modular_pipelines import ModularPipeline
 
 from .. import attribution
 from ..source_identity import short_place
+from ..suite.pipelines import Uncallable
 from ..suite.targets.base import CallContext
 from ..suite.targets.registry import assemble
 from .diffusers_bugs import own_bug
@@ -470,6 +471,7 @@ class UntestedTester(Tester):
     def _use(self, sibling: type) -> None:
         self.cls, self._instance = sibling, None
         self._inputs = _input_binder(sibling.get_dummy_inputs)
+        self.from_prelude = {}  # another sibling's prelude's results are not this one's
 
     @property
     def standing_in(self) -> str:
@@ -548,15 +550,16 @@ class UntestedTester(Tester):
         raise NotDrivable(with_deprecation(deprecated, f"{why}{_reason('a plain call', exc)} at {site}{bug}"))
 
     def _plain_call(self, components: dict[str, Any], device: torch.device, dtype: torch.dtype) -> tuple[Any, Any]:
-        """The class built from `components` and called once with the current inputs: (pipeline or None, its raise
-        or None)."""
+        """The class built from `components` and called once with the current inputs, after the sibling's prelude
+        (DiffEdit's call takes its results): (pipeline or None, its raise or None)."""
         pipe = None
         try:
             pipe = assemble(self.pipeline_class, components, device, dtype)
+            self.prelude(pipe, CallContext(device, dtype))
             with torch.no_grad():
                 self.with_host_generators(pipe, CallContext(device, dtype), lambda kwargs: pipe(**kwargs))
         except Exception as exc:  # the caller tries generated inputs, then the next sibling
-            return pipe, exc
+            return pipe, exc.error if isinstance(exc, Uncallable) else exc  # the prelude's raise, at its site
         return pipe, None
 
     def _of(self) -> str:

@@ -687,6 +687,26 @@ def test_without_its_stand_in_the_orphan_family_keeps_its_reason(
     result.stdout.fnmatch_lines(["*1 of 3 exported pipeline classes checked*", "*2 class(es): deprecated*"])
 
 
+def test_a_stand_in_whose_call_takes_its_preludes_results_is_checked_with_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DiffEdit's call takes the mask its `generate_mask` makes and the latents its `invert` makes: the census runs
+    both once, with the stand-in's inputs for them, before the plain call that picks the stand-in and before the
+    checked calls, and gives their results to every call; the call's steps are those it was inverted over (another
+    count raises), enough for the check. Without them its plain call raised and the class was not checked."""
+    from pytest_nosync.census import standin_testers
+
+    u = untested_pipelines
+    monkeypatch.setattr(standin_testers, "TESTERS", (u.EditStandIn,))
+    entries = [*_loop_family(u.LoopPipeline), untested.Exported("EditLoopPipeline", "orphan", u.EditLoopPipeline)]
+    result = _census_with_exports(pytester, monkeypatch, entries, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2)
+    assert "nosync: 2 of 2 exported pipeline classes checked" in result.stdout.str()
+    tests = json.loads((pytester.path / "report.json").read_text())["tests"]
+    steps = {t["target"]: t["steps"] for t in tests}
+    assert steps["untested_pipelines::EditStandIn::EditLoopPipeline"] == u.EditStandIn.steps
+
+
 def test_a_stand_in_of_the_class_itself_comes_first_and_a_run_sibling_keeps_its_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

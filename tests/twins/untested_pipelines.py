@@ -4,6 +4,7 @@ census checks them through the loop's tester (census.untested), or counts them w
 from __future__ import annotations
 
 import inspect
+from types import SimpleNamespace
 
 import PIL.Image
 import torch
@@ -217,3 +218,44 @@ class OrphanStandIn:
 
     def get_dummy_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
         return {"latents": torch.randn(2, 8), "num_inference_steps": 2}
+
+
+class EditLoopPipeline(OrphanCleanPipeline):
+    """DiffEdit's shape: its call takes the mask its `generate_mask` made and the latents its `invert` made, one per
+    step, and raises without them, or with another count of steps than they were inverted over."""
+
+    def generate_mask(self, image: torch.Tensor) -> torch.Tensor:
+        return (image > 0).float()
+
+    def invert(self, image: torch.Tensor, num_inference_steps: int = 2) -> SimpleNamespace:
+        return SimpleNamespace(latents=image.expand(num_inference_steps, *image.shape).clone())  # as its output's
+
+    def __call__(  # type: ignore[override]
+        self, mask_image: torch.Tensor | None = None, image_latents: torch.Tensor | None = None, num_inference_steps=2
+    ) -> torch.Tensor:
+        if image_latents is None or mask_image is None:
+            raise ValueError("`image_latents` input cannot be undefined. Use `invert()` to compute it.")
+        if len(image_latents) != num_inference_steps:
+            raise ValueError(f"`image_latents` must have latent images from {num_inference_steps} timesteps")
+        return super().__call__(image_latents[0] * mask_image, num_inference_steps=num_inference_steps)
+
+
+class EditStandIn:
+    """A stand-in tester of the edit class, as census.standin_testers writes DiffEdit's: the inputs of the mask and
+    the inversion its call takes, made by the pipeline's own methods before it."""
+
+    pipeline_class = EditLoopPipeline
+    steps = 4  # each check's warm-up and judged steps: the inverted latents fix them
+
+    def get_dummy_components(self) -> dict[str, object]:
+        torch.manual_seed(0)
+        return {"transformer": OtherDenoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
+        return {"num_inference_steps": self.steps}
+
+    def get_dummy_mask_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
+        return {"image": torch.randn(2, 8)}
+
+    def get_dummy_inversion_inputs(self, device: object, seed: int = 0) -> dict[str, object]:
+        return {"image": torch.randn(2, 8), "num_inference_steps": self.steps}
