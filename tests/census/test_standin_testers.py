@@ -1,6 +1,7 @@
 """The stand-in testers (census.standin_testers) on the installed diffusers: each builds its class from tiny seeded
-models, the same weights every build, and a plain call with its inputs returns (or raises diffusers' own bug, verified
-at its line: Versatile Diffusion's dual-guided UNet); every stand-in is of a class diffusers exports."""
+models, the same weights every build, and a plain call with its inputs, after its prelude (DiffEdit's), returns (or
+raises diffusers' own bug, verified at its line: Versatile Diffusion's dual-guided UNet); every stand-in is of a class
+diffusers exports."""
 
 from __future__ import annotations
 
@@ -24,9 +25,11 @@ def test_each_stand_in_builds_its_class_seeded_and_its_plain_call_returns(standi
             assert torch.equal(a, b), name
     pipe = tester.build(torch.device("cpu"), torch.float32)
     pipe.set_progress_bar_config(disable=True)
+    ctx = CallContext(torch.device("cpu"), torch.float32)
     try:
+        tester.prelude(pipe, ctx)  # DiffEdit's mask and inverted latents, which its call takes
         with torch.no_grad():
-            output = pipe(**tester.call_kwargs(pipe, CallContext(torch.device("cpu"), torch.float32)))
+            output = pipe(**tester.call_kwargs(pipe, ctx))
     except Exception as exc:  # only where diffusers' own bug, verified at its line, raises whatever it is given
         site = untested._raise_site(exc)
         assert own_bug(exc, site), f"{type(exc).__name__}: {exc} at {site}"

@@ -1,7 +1,8 @@
 """Deprecated Stable Diffusion variants whose siblings' components or inputs do not fit: LDM3D (an RGB-and-depth
 VAE), Paradigms (a parallel DDPM scheduler), Paint by Example (an image encoder in the text encoder's place, the
 inpainting UNet), Pix2Pix-Zero (an inverse scheduler; the edit's source and target embeddings given, so its caption
-generator, used only to invert a real image, is none)."""
+generator, used only to invert a real image, is none), DiffEdit (an inverse scheduler; its call's mask and inverted
+latents made by its own `generate_mask` and `invert`, the census's prelude, from the inputs given here)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from diffusers import (
     DDIMInverseScheduler,
     DDPMParallelScheduler,
     PaintByExamplePipeline,
+    StableDiffusionDiffEditPipeline,
     StableDiffusionLDM3DPipeline,
     StableDiffusionParadigmsPipeline,
     StableDiffusionPix2PixZeroPipeline,
@@ -79,3 +81,32 @@ class Pix2PixZeroStandIn:
     def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
         embeddings = torch.randn((2, 77, TEXT_WIDTH), generator=torch.Generator("cpu").manual_seed(seed))
         return prompted(seed, source_embeds=embeddings[:1], target_embeds=embeddings[1:])
+
+
+class DiffEditStandIn:
+    pipeline_class = StableDiffusionDiffEditPipeline
+    steps = 4  # the inverted latents hold one per step: every call runs as many as `invert` did (DiffEdit's own
+    # check), enough for each check's warm-up and judged steps
+
+    def get_dummy_components(self) -> dict[str, Any]:
+        return {**stable_diffusion(), "inverse_scheduler": DDIMInverseScheduler()}
+
+    def get_dummy_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        return prompted(seed, num_inference_steps=self.steps, inpaint_strength=1.0)
+
+    def get_dummy_mask_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        inputs = prompted(seed, image=_photo(), source_prompt="a cat and a frog", target_prompt="a dog and a newt",
+                          num_maps_per_mask=2, mask_encode_strength=1.0)  # fmt: skip
+        del inputs["prompt"]
+        return inputs
+
+    def get_dummy_inversion_inputs(self, device: Any, seed: int = 0) -> dict[str, Any]:
+        return prompted(seed, image=_photo(), prompt="a cat and a frog", num_inference_steps=self.steps,
+                        inpaint_strength=1.0)  # fmt: skip
+
+
+def _photo() -> PIL.Image.Image:
+    """The image DiffEdit edits: 32 pixels square, the tiny UNet's sample size in pixels."""
+    image = PIL.Image.new("RGB", (32, 32), (120, 80, 40))
+    image.paste((20, 160, 90), (16, 0, 32, 32))  # two halves: a mask has something to tell apart
+    return image
