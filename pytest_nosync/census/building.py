@@ -204,6 +204,8 @@ def checked(
     report.metrics["denoiser"] = target.denoiser
     if isinstance(tester, UntestedTester | UntestedModularTester) and tester.standing_in:  # a tester written here
         report.metrics["standin"] = tester.standing_in
+    if tester.calibration is not None and tester.calibration.freed:  # inputs that free its steps: said so
+        report.metrics["steps_freed_by"] = tester.calibration.freed
     if isinstance(tester, UntestedTester) and tester.generated:  # checked with inputs no tester gives: said so
         report.metrics["generated_inputs"] = list(tester.generated)
     if isinstance(tester, UntestedTester) and tester.made_components:  # and components: said so too

@@ -172,14 +172,16 @@ def _pipeline_of(reports: Iterable[Report]) -> str:
 
 
 def _note(outcomes: Iterable[CheckOutcome], reports: Iterable[Report]) -> str:
-    """The stand-in tester a class is built through (census.standin_testers), the components and inputs generated for
-    a class checked through a sibling, then why the class's checks did not all reach a verdict: the first raise, else
-    the distinct reasons."""
+    """The stand-in tester a class is built through (census.standin_testers), the inputs that free its steps
+    (testers.STEP_FREEING), the components and inputs generated for a class checked through a sibling, then why the
+    class's checks did not all reach a verdict: the first raise, else the distinct reasons."""
     reports = list(reports)
     made = next((r.metrics["generated_inputs"] for r in reports if r.metrics.get("generated_inputs")), [])
     built = next((r.metrics["generated_components"] for r in reports if r.metrics.get("generated_components")), [])
     standin = next((r.metrics["standin"] for r in reports if r.metrics.get("standin")), "")
+    freed = next((r.metrics["steps_freed_by"] for r in reports if r.metrics.get("steps_freed_by")), "")
     generated = [f"through the stand-in tester {standin}"] if standin else []
+    generated += [f"its steps freed by {freed}"] if freed else []
     generated += [f"built with generated component(s) {'; '.join(built)}"] if built else []
     generated += [f"checked with generated input(s) {', '.join(made)}"] if made else []
     for report in reports:

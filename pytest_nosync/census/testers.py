@@ -52,6 +52,10 @@ DENOISER_NAMES = (
     "super_res_last",
 )
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
+# Inputs a pipeline documents as holding its steps at one count, and the value that lets num_inference_steps decide
+# them: SanaSprint's `intermediate_timesteps` is "only used when num_inference_steps=2" and raises at any other count,
+# None drops it. Set only where the steps are fixed without it (Calibration.step_inputs), and said so.
+STEP_FREEING = {"intermediate_timesteps": None}
 # (a tester's inputs method, the pipeline method its own tests call with them before the pipeline, the call's input
 # its result gives where the call takes one, the result's field that holds it or ""): LEdits++ edits the image its
 # `invert` inverted and raises without one, DiffEdit takes its mask and inverted latents as the call's inputs
@@ -112,7 +116,9 @@ class Calibration:
     """What a tester's plain calls showed. Steps run = slope × num_inference_steps + offset (two calls measure it:
     an img2img pipeline runs floor(n × strength) of n, a PNDM scheduler one more than it is asked for); slope 0: the
     steps do not follow num_inference_steps (a fixed timestep list, a schedule capped at the test's count), the
-    test's own count is used and every call runs `offset` steps, for the reason `fixed_because` says."""
+    test's own count is used and every call runs `offset` steps, for the reason `fixed_because` says. Where inputs of
+    STEP_FREEING let the steps follow the count, `step_inputs` holds them (every call is given them) and
+    `fixed_because` says why the steps were fixed without them."""
 
     denoiser: str
     slope: float
@@ -122,6 +128,15 @@ class Calibration:
     modules_called: dict[str, int]
     fixed_because: str = ""
     steps_are_calls: bool = False  # no denoising loop: each call is a step (Target.steps_are_calls)
+    step_inputs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def freed(self) -> str:
+        """What the calls are given so that their steps follow num_inference_steps, and why ("": nothing)."""
+        if not self.step_inputs:
+            return ""
+        given = ", ".join(f"{name}={value!r}" for name, value in self.step_inputs)
+        return f"{given} (without it, {self.fixed_because})"
 
     @property
     def fixed_steps(self) -> int | None:
@@ -228,6 +243,8 @@ class Tester:
             for fixed in STEP_LISTS:  # a list of timesteps would fix the steps whatever the count says
                 inputs.pop(fixed, None)
         calibration = self.calibration  # before it (the calibrating calls), the test's own steps: they work
+        if calibration is not None:
+            inputs.update(calibration.step_inputs)
         steps = inputs.get("num_inference_steps")
         if calibration is not None and calibration.inference_steps:
             steps = calibration.inference_steps_for(ctx.steps)
@@ -302,31 +319,26 @@ class Tester:
             raise NotDrivable(
                 f"no module of {self.pipeline_class.__name__} is called once per step (called: {first.calls})"
             )
-        stepped = first.steps_of(denoiser)
         parameters = self.call_parameters(pipe)
         asked = kwargs.get("num_inference_steps") if "num_inference_steps" in parameters else None
-        slope, offset = 0.0, float(stepped)
-        fixed_because = "its call takes no num_inference_steps"
-        if isinstance(asked, int) and asked > 0:
-            further = _further_steps(asked, parameters)
-            try:
-                more = _count(pipe, self.with_steps(pipe, kwargs, further)).steps_of(denoiser)
-            except Uncallable as exc:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
-                _count(pipe, kwargs)  # unless it now raises at that count too: then its raise is no cap (Uncallable)
-                first_line = (str(exc).splitlines() or [""])[0][:160]
-                fixed_because = f"num_inference_steps={further} raised {type(exc.error).__name__}: {first_line}"
-            else:
-                slope = (more - stepped) / (further - asked)
-                offset = stepped - slope * asked
-                fixed_because = f"num_inference_steps={further} ran {more} too"
+        asked = asked if isinstance(asked, int) and asked > 0 else None
+        fit = functools.partial(_fit, pipe, denoiser=denoiser, parameters=parameters, with_steps=self.with_steps)
+        slope, offset, fixed_because = fit(kwargs, stepped=first.steps_of(denoiser), asked=asked)
+        # freed only where the steps are fixed below the 2 the sync checks need: a class they check keeps its inputs
+        too_few = slope <= 0 and asked is not None and offset < 2
+        freeing = {k: v for k, v in STEP_FREEING.items() if k in parameters} if too_few else {}
+        freed = _freed_fit(fit, pipe, denoiser, {**kwargs, **freeing}, asked) if freeing else None
+        if freed is not None:  # the steps follow the count with them: every call is given them
+            slope, offset = freed
         self.calibration = Calibration(
             denoiser=denoiser,
             slope=slope,
             offset=offset,
-            inference_steps=asked if isinstance(asked, int) else 0,
+            inference_steps=asked or 0,
             takes_step_callback="callback_on_step_end" in parameters,
             modules_called=first.calls,
-            fixed_because=fixed_because if slope <= 0 else "",
+            fixed_because=fixed_because if slope <= 0 or freed is not None else "",
+            step_inputs=tuple(freeing.items()) if freed else (),
         )
         return self.calibration
 
@@ -399,6 +411,45 @@ def _count(pipe: Any, kwargs: dict[str, Any]) -> _Counted:
 
 
 FLOORED_STEPS = ("strength", "denoising_start", "denoising_end")  # run floor(n × share) of n steps
+
+
+def _fit(
+    pipe: Any,
+    kwargs: dict[str, Any],
+    *,
+    stepped: int,
+    asked: int | None,
+    denoiser: str,
+    parameters: frozenset[str],
+    with_steps: Callable[[Any, dict[str, Any], int], dict[str, Any]],
+) -> tuple[float, float, str]:
+    """(slope, offset, why the steps stay) of the steps in num_inference_steps (Calibration), from a call with
+    `kwargs` (`asked` steps asked, `stepped` run) and one asking more (_further_steps), whose inputs `with_steps`
+    gives (Tester.with_steps)."""
+    if asked is None:
+        return 0.0, float(stepped), "its call takes no num_inference_steps"
+    further = _further_steps(asked, parameters)
+    try:
+        more = _count(pipe, with_steps(pipe, kwargs, further)).steps_of(denoiser)
+    except Uncallable as exc:  # the pipeline takes only its test's count (SanaSprint's SCM: 2): the steps stay
+        _count(pipe, kwargs)  # unless it now raises at that count too: then its raise is no cap (Uncallable)
+        first_line = (str(exc).splitlines() or [""])[0][:160]
+        return 0.0, float(stepped), f"num_inference_steps={further} raised {type(exc.error).__name__}: {first_line}"
+    slope = (more - stepped) / (further - asked)
+    return slope, stepped - slope * asked, f"num_inference_steps={further} ran {more} too"
+
+
+def _freed_fit(
+    fit: Callable[..., tuple[float, float, str]], pipe: Any, denoiser: str, kwargs: dict[str, Any], asked: int
+) -> tuple[float, float] | None:
+    """(slope, offset) of the steps with the STEP_FREEING inputs in `kwargs` (`fit`: _fit of the pipeline), where they
+    follow the count there; None where they still do not, or a call with them raised (the steps stay as found
+    without them)."""
+    try:
+        slope, offset, _ = fit(kwargs, stepped=_count(pipe, kwargs).steps_of(denoiser), asked=asked)
+    except Uncallable:
+        return None
+    return (slope, offset) if slope > 0 else None
 
 
 def _further_steps(asked: int, parameters: frozenset[str]) -> int:

@@ -349,6 +349,62 @@ def test_a_pipeline_that_takes_only_its_tests_step_count_is_checked_where_that_i
     )
 
 
+SCM_STEPS = """
+import unittest
+
+import torch
+
+from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
+
+
+class ScmPipeline(LoopPipeline):
+    def __call__(self, latents, num_inference_steps=2, intermediate_timesteps=1.3, strength=1.0):
+        if intermediate_timesteps is not None and num_inference_steps != 2:
+            raise ValueError("Intermediate timesteps for SCM is not supported when num_inference_steps != 2.")
+        return super().__call__(latents, num_inference_steps, strength=strength)
+
+
+class ScmFastTests(unittest.TestCase):
+    pipeline_class = ScmPipeline
+
+    def get_dummy_components(self):
+        return {"transformer": Denoiser(), "scheduler": Scheduler()}
+
+    def get_dummy_inputs(self, device, seed=0):
+        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "strength": 0.5}
+"""
+
+
+def test_an_input_documented_to_hold_the_steps_is_dropped_where_they_are_fixed_and_the_report_says_so(
+    pytester: pytest.Pytester,
+) -> None:
+    """SanaSprint's img2img runs 1 step of its test's 2 (strength 0.5), and its `intermediate_timesteps` (used only at
+    2 steps) raises at any other count: with it None (testers.STEP_FREEING) the steps follow the count, so each check
+    gets its steps, and every report says what the calls were given and why (they were not checkable)."""
+    pytester.makepyfile(test_scm=SCM_STEPS)
+    args = ("-k", "syncs or alloc_growth", "--nosync-report=r.json")
+    pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", *args).assert_outcomes(passed=2)
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert {t["check"]: t["steps"] for t in tests} == {"syncs": 2, "alloc_growth": 3}
+    freed = {t["metrics"].get("steps_freed_by") for t in tests}
+    assert freed == {
+        "intermediate_timesteps=None (without it, num_inference_steps=12 raised ValueError: Intermediate timesteps "
+        "for SCM is not supported when num_inference_steps != 2.)"
+    }
+
+
+def test_a_class_whose_fixed_steps_the_sync_checks_can_check_keeps_its_documented_inputs(
+    pytester: pytest.Pytester,
+) -> None:
+    """SanaSprint's text-to-image runs 2 steps whatever the count: the sync checks check it with its own inputs (its
+    `intermediate_timesteps` path), and growth, needing 3, stays not checkable rather than freeing them."""
+    pytester.makepyfile(test_scm=SCM_STEPS.replace('"strength": 0.5', '"strength": 1.0'))
+    args = ("-k", "syncs or alloc_growth", "--nosync-report=r.json")
+    pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", *args).assert_outcomes(passed=1, skipped=1)
+    tests = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert [t["metrics"].get("steps_freed_by") for t in tests if t["check"] == "syncs"] == [None]
+
+
 ONLY_ONCE = FIXED_STEPS.replace('"only_steps": 2', '"only_once": True').replace("FixedSteps", "OnlyOnce")
 
 

@@ -79,6 +79,16 @@ def test_a_row_counts_a_steady_steps_syncs_known_included_and_names_their_places
     assert row.pipeline == "WanPipeline"
 
 
+def test_a_row_says_the_inputs_its_steps_were_freed_by() -> None:
+    """SanaSprint's checks run with intermediate_timesteps=None (census.testers.STEP_FREEING): its row says so."""
+    freed = "intermediate_timesteps=None (without it, num_inference_steps=3 raised ValueError: ...)"
+    reports = [_report(SANA, check) for check in CHECKS]
+    for report in reports:
+        report.metrics["steps_freed_by"] = freed
+    (row,) = table.rows(reports, _coverage(reports, "SanaSprintPipeline"))
+    assert row.note == f"its steps freed by {freed}"
+
+
 def test_a_place_without_a_file_is_named_as_it_is() -> None:
     generated = [_report(WAN, "syncs", _sync(1, where="<eval_with_key>.21:18"))]
     (row,) = table.rows(generated, _coverage(generated, "WanPipeline"))
