@@ -79,3 +79,21 @@ def test_paradigms_runs_one_step_an_iteration_as_num_inference_steps_asks() -> N
         pipe(**kwargs)
     assert kwargs["num_inference_steps"] == g.report.steps == 3
     assert not [reason for reason in g.report.not_checked if "denoising step(s)" in reason]
+
+
+def test_unidiffusers_stand_in_generates_an_image_from_a_prompt_with_a_gpt2_tokenizer_of_its_own() -> None:
+    """UniDiffuser's stand-in is driven text-to-image (the mode its prompt selects): an image and no text; its GPT-2
+    tokenizer, built offline, ends its 1000 ids with `<|endoftext|>` (bos and eos) and gives a prompt back."""
+    from pytest_nosync.census.standin_testers.tiny import PROMPT, gpt2_tokenizer
+    from pytest_nosync.census.standin_testers.unidiffuser import UniDiffuserStandIn
+
+    tokenizer = gpt2_tokenizer()
+    assert (len(tokenizer), tokenizer.bos_token_id, tokenizer.eos_token_id) == (1000, 999, 999)
+    assert tokenizer.decode(tokenizer(PROMPT).input_ids) == PROMPT
+    tester = testers.Tester(UniDiffuserStandIn)
+    ctx = CallContext(torch.device("cpu"), torch.float32)
+    pipe = tester.build(ctx.device, ctx.dtype)
+    pipe.set_progress_bar_config(disable=True)
+    with torch.no_grad():
+        output = pipe(**tester.call_kwargs(pipe, ctx))
+    assert output.images.shape == (1, 32, 32, 3) and output.text is None

@@ -87,6 +87,9 @@ ROBERTA_SPECIALS = {
     "mask_token": "<mask>",
 }
 
+GPT2_END = "<|endoftext|>"
+GPT2_VOCAB_SIZE = 1000
+
 QWEN2_SPECIAL_IDS = {
     "<|endoftext|>": 151643,
     "<|im_start|>": 151644,
@@ -231,6 +234,17 @@ def build_roberta_tokenizer(directory: Path) -> None:
         model_max_length=512,
     )
     save_tokenizer_model_config(directory, "roberta", vocab_size=1000)
+
+
+def save_gpt2_tokenizer(directory: Path) -> None:
+    """GPT-2's byte-level BPE under 1000 ids, `<|endoftext|>` (its bos, eos and unk) the last, as 50256 is GPT-2's."""
+    save_tokenizer(
+        byte_level_bpe({GPT2_END: GPT2_VOCAB_SIZE - 1}, style="gpt2", vocab_size=GPT2_VOCAB_SIZE - 1),
+        directory,
+        tokenizer_class="GPT2Tokenizer",
+        special_tokens={"bos_token": GPT2_END, "eos_token": GPT2_END, "unk_token": GPT2_END},
+        model_max_length=1024,
+    )
 
 
 def save_qwen2_tokenizer(directory: Path, *, chat_template: str | None = QWEN_CHAT_TEMPLATE) -> None:

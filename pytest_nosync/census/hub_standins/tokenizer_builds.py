@@ -180,7 +180,7 @@ def byte_level_bpe(
     specials_first: Sequence[str] = (),
     vocab_size: int | None = None,
 ) -> Tokenizer:
-    """GPT-2-style byte-level BPE (Qwen2, RoBERTa): bytes, then word merges (with and without a leading space).
+    """GPT-2-style byte-level BPE (Qwen2, RoBERTa, GPT-2): bytes, then word merges (with and without a leading space).
 
     `special_ids` places special tokens at the ids of the real vocabulary, which must be ascending and contiguous:
     the base vocabulary is filled with never-produced placeholders up to the first of them, and they follow as added
@@ -223,9 +223,10 @@ def byte_level_bpe(
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
             ]
         )
-    elif style == "roberta":
+    elif style in ("roberta", "gpt2"):  # GPT-2's adds no tokens around the text
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-        tok.post_processor = processors.RobertaProcessing(("</s>", vocab["</s>"]), ("<s>", vocab["<s>"]))
+        if style == "roberta":
+            tok.post_processor = processors.RobertaProcessing(("</s>", vocab["</s>"]), ("<s>", vocab["<s>"]))
     else:
         raise ValueError(f"unknown byte-level style {style!r}")
     return tok

@@ -22,10 +22,11 @@ sibling tester (census.untested.plan). One module per family:
 - stable_diffusion_variants: LDM3D, Paradigms, Paint by Example, Pix2Pix-Zero: no sibling's components or inputs fit;
 - text_to_video: the text-to-video and video-to-video 3-D UNet;
 - unclip: unCLIP's prior, decoder and super-resolution UNets, text-to-image and image variation;
+- unidiffuser: UniDiffuser's U-ViT over image and text latents, a GPT-2 text decoder, driven text-to-image;
 - versatile_diffusion: Versatile Diffusion's image and flat text UNets, text-to-image, image variation, dual-guided;
 - vq_diffusion: VQ Diffusion's discrete transformer;
 - wuerstchen: Würstchen's prior, decoder and combined classes;
-- tiny: what they share (the width, seeded models, an offline CLIP tokenizer).
+- tiny: what they share (the width, seeded models, offline CLIP, GPT-2 and other tokenizers).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ FAMILIES = (
     "stable_diffusion_variants",
     "text_to_video",
     "unclip",
+    "unidiffuser",
     "versatile_diffusion",
     "vq_diffusion",
     "wuerstchen",

@@ -1,7 +1,7 @@
-"""What the stand-in testers share: their widths, seeded models (`seeded`), CLIP, RoBERTa, Qwen2 and Gemma tokenizers
-built offline, the tiny configs several families take (a CLIP-style text encoder's layers, a CLIP vision tower, a KL
-VAE, a VQ model, Stable Diffusion's DDIM schedule) and a tiny Stable Diffusion's components (the deprecated variants'
-base)."""
+"""What the stand-in testers share: their widths, seeded models (`seeded`), CLIP, RoBERTa, Qwen2, Gemma and GPT-2
+tokenizers built offline, the tiny configs several families take (a CLIP-style text encoder's layers, a CLIP vision
+tower, a KL VAE, a VQ model, Stable Diffusion's DDIM schedule) and a tiny Stable Diffusion's components (the
+deprecated variants' base)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from transformers import (
     CLIPTokenizer,
     CLIPVisionConfig,
     GemmaTokenizer,
+    GPT2Tokenizer,
     RobertaTokenizer,
 )
 
@@ -26,6 +27,7 @@ from ..hub_standins.text_repos import (
     qwen2_tokenizer,
     save_clip_tokenizer,
     save_gemma_tokenizer,
+    save_gpt2_tokenizer,
 )
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "clip_vision",
     "ddim",
     "gemma_tokenizer",
+    "gpt2_tokenizer",
     "kl_vae",
     "prompted",
     "qwen2_tokenizer",
@@ -65,6 +68,11 @@ def roberta_tokenizer() -> RobertaTokenizer:
 def gemma_tokenizer() -> GemmaTokenizer:
     """Gemma's SentencePiece-style BPE of under 1000 ids (`<eos>` 1) with Gemma's chat template."""
     return loaded_tokenizer(save_gemma_tokenizer, GemmaTokenizer.from_pretrained)
+
+
+def gpt2_tokenizer() -> GPT2Tokenizer:
+    """GPT-2's byte-level BPE of 1000 ids, `<|endoftext|>` the last (a UniDiffuser text decoder's)."""
+    return loaded_tokenizer(save_gpt2_tokenizer, GPT2Tokenizer.from_pretrained)
 
 
 def text_layers(width: int = TEXT_WIDTH, heads: int = 4, layers: int = 2, inner: int = 37, **extra: Any) -> dict:
