@@ -25,8 +25,9 @@ import functools
 import inspect
 import math
 import unittest
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import torch
@@ -161,6 +162,9 @@ class Tester:
     # The pipeline samples its noise on the host by design (diffusers' randn_tensor without a device, then a copy):
     # a device generator raises there, so the tester's CPU generators are passed as they are (samples_on_host).
     host_generators = False
+    # The call's inputs the prelude's results give (PRELUDES): none until a prelude ran (`prelude` sets its own), also
+    # for the drivers that build no Tester state of their own (census.modular_untested's)
+    from_prelude: Mapping[str, Any] = MappingProxyType({})
 
     def __init__(self, cls: type) -> None:
         if not is_pipeline_tester(cls):
@@ -177,7 +181,6 @@ class Tester:
         self.calibration: Calibration | None = None
         self._instance: Any = None
         self._inputs = _input_binder(cls.get_dummy_inputs)
-        self.from_prelude: dict[str, Any] = {}  # the call's inputs the prelude's results give (PRELUDES)
 
     @property
     def instance(self) -> Any:
@@ -274,7 +277,8 @@ class Tester:
         of a list, as those tests do before a call): once, as the pipeline keeps its result (LEdits++), or the calls
         take it as an input (DiffEdit: `from_prelude`), for every later call. A raise there is the pipeline's
         (Uncallable)."""
-        self.from_prelude = {}
+        results: dict[str, Any] = {}
+        self.from_prelude = results
         for inputs_method, method, input_name, field in PRELUDES:
             given = getattr(self.cls, inputs_method, None)
             run = getattr(pipe, method, None)
@@ -289,7 +293,7 @@ class Tester:
             except Exception as exc:
                 raise Uncallable(exc) from exc
             if input_name in self.call_parameters(pipe):
-                self.from_prelude[input_name] = getattr(result, field) if field else result
+                results[input_name] = getattr(result, field) if field else result
 
     def with_host_generators(
         self, pipe: Any, ctx: CallContext, call: Callable[[dict[str, Any]], Result]
