@@ -171,7 +171,8 @@ def _latents(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tens
     if space is None or not _takes(annotation, "Tensor"):
         return None
     spatial, temporal = (getattr(space, key, None) or _config_of(space, key) or 1 for key in COMPRESSION)
-    frames, (height, width) = int(given.get("num_frames") or 1), _size(given)
+    # a call that takes no frame count (a decoder of latents): three latent frames, what a 3x3x3 kernel needs
+    frames, (height, width) = int(given.get("num_frames") or 2 * temporal + 1), _size(given)
     shape = (1, _config_of(space, "latent_channels"), (frames - 1) // temporal + 1, height // spatial, width // spatial)
     return torch.randn(shape, generator=torch.Generator().manual_seed(SEED))
 

@@ -126,3 +126,5 @@ def test_required_latents_are_the_siblings_frames_and_size_in_the_pipelines_late
     again = generated(Decode, {"num_frames": 5, "height": 16, "width": 8}, _latent_space(4, 2, 2))
     assert torch.equal(made["latents"], again["latents"])  # seeded
     assert generated(Decode, {"num_frames": 5}, pipe=None) == {}  # no latent space to size them by: none
+    # a call that takes no frame count (the decoder's): three latent frames, what its 3x3x3 neighborhoods need
+    assert generated(Decode, {}, _latent_space(4, 2, 2))["latents"].shape == (1, 4, 3, 16, 16)
