@@ -160,11 +160,13 @@ def build_qwen2_vl(directory: Path) -> None:
     )
 
 
-def build_qwen3_vl(directory: Path) -> None:
-    """Qwen3VLForConditionalGeneration (text width 16, vision patch 16), Qwen2 tokenizer, Qwen3-VL processor."""
-    config = Qwen3VLConfig(
+def qwen3_vl_config(**text: int) -> Qwen3VLConfig:
+    """The Qwen3-VL stand-ins' config: text width 16 (2 layers, or as `text` overrides), a vision tower of 16-pixel
+    patches."""
+    return Qwen3VLConfig(
         text_config={
             **QWEN_VL_TEXT,
+            **text,
             "head_dim": 8,
             "rope_scaling": {"rope_type": "default", "mrope_section": [1, 1, 2], "mrope_interleaved": True},
         },
@@ -183,7 +185,11 @@ def build_qwen3_vl(directory: Path) -> None:
         **QWEN_VL_TOKENS,
         tie_word_embeddings=True,
     )
-    save_seeded_model(lambda: Qwen3VLForConditionalGeneration(config), directory)
+
+
+def build_qwen3_vl(directory: Path) -> None:
+    """Qwen3VLForConditionalGeneration (text width 16, vision patch 16), Qwen2 tokenizer, Qwen3-VL processor."""
+    save_seeded_model(lambda: Qwen3VLForConditionalGeneration(qwen3_vl_config()), directory)
     save_qwen_processor(
         directory, processor_class="Qwen3VLProcessor", video_processor_type="Qwen3VLVideoProcessor", patch_size=16
     )
