@@ -199,14 +199,12 @@ def test_a_tester_naming_its_get_pipeline_dtype_torch_dtype_is_built_and_checked
     result.assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize(
-    ("repo", "reason"),
-    [
-        ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "Qwen3VLProcessor, .* needs torchvision"),
-    ],
-)
-def test_a_repository_no_stand_in_fits_is_not_stood_in_with_its_reason(repo: str, reason: str) -> None:
-    with pytest.raises(modular_repos.NoStandIn, match=reason):
+def test_a_repository_no_stand_in_fits_is_not_stood_in_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No repository is a misfit now (MiniMax H3's was, until its stand-in was built in code): a planted one."""
+    repo = "nosync-twins/misfit-modular-repo"
+    monkeypatch.setitem(modular_repos.MODULAR_STANDINS, repo, lambda: {"x": 1})
+    monkeypatch.setitem(modular_repos.MISFITS, repo, "its blocks' processor needs torchvision")
+    with pytest.raises(modular_repos.NoStandIn, match="processor needs torchvision"):
         modular_repos.components_for(repo)()
 
 
@@ -257,6 +255,7 @@ def test_torchvision_is_looked_for_as_this_environment_has_it() -> None:
         ("hf-internal-testing/tiny-wan-animate-2-modular", "WanAnimate2Blocks", set()),
         ("hf-internal-testing/tiny-wan-animate-2-distilled-modular", "WanAnimate2DistilledBlocks", set()),
         ("hf-internal-testing/tiny-minimax-music3-modular-pipe", "MiniMaxMusic3Blocks", set()),
+        ("hf-internal-testing/tiny-minimax-h3-modular-pipe", "MiniMaxH3Blocks", set()),
     ],
 )
 def test_a_repository_built_in_code_gives_its_blocks_every_component_they_load(
@@ -272,6 +271,51 @@ def test_a_repository_built_in_code_gives_its_blocks_every_component_they_load(
     components = modular_repos.components_for(repo)()
     assert set(components) == loaded - absent
     pipeline.update_components(**components)
+
+
+REPO_MINIMAX_H3 = "hf-internal-testing/tiny-minimax-h3-modular-pipe"
+
+
+@pytest.mark.skipif(modular_repos.torchvision_importable(), reason="transformers builds the processor with torchvision")
+def test_transformers_builds_no_qwen3_vl_processor_without_torchvision_whatever_its_video_processor() -> None:
+    """Why MiniMax H3's stand-in has a processor of its own: Qwen3VLProcessor checks its video processor's class (None
+    too) against one transformers exports only with torchvision."""
+    from transformers import Qwen3VLProcessor
+
+    from pytest_nosync.census.hub_standins import text_repos
+
+    processor = modular_repos.components_for(REPO_MINIMAX_H3)()["processor"]
+    with pytest.raises((AttributeError, TypeError, ValueError)):  # transformers 5.24: AttributeError
+        Qwen3VLProcessor(processor.image_processor, text_repos.qwen2_tokenizer(), None)
+
+
+@pytest.mark.parametrize("workflow", ["t2va", "fl2va", "ref2va"])
+def test_the_minimax_h3_stand_ins_processor_serves_its_blocks_text_encoder_steps_without_a_video_processor(
+    workflow: str,
+) -> None:
+    """Bug twin: MiniMax H3 had no stand-in (its Qwen3VLProcessor needs torchvision). The stand-in's, a Qwen3VLProcessor
+    without a video processor, gives each workflow's text encoder step the prompt's token types and its image's vision
+    block (a keyframe, an image reference): rows tagged text (1) and, with an image, video (0)."""
+    from diffusers.modular_pipelines import MiniMaxH3Blocks
+    from diffusers.modular_pipelines.minimax_h3 import MiniMaxH3ImageReference
+    from PIL import Image
+    from transformers import Qwen3VLProcessor
+
+    components = modular_repos.components_for(REPO_MINIMAX_H3)()
+    assert isinstance(components["processor"], Qwen3VLProcessor)
+    assert not hasattr(components["processor"], "video_processor")
+    image = Image.new("RGB", (64, 64))
+    given = {
+        "t2va": {},
+        "fl2va": {"keyframes": [image]},
+        "ref2va": {"normalized_references": [MiniMaxH3ImageReference(image=image)]},
+    }
+    step = MiniMaxH3Blocks().get_workflow(workflow).sub_blocks["text_encoder"]
+    pipe = step.init_pipeline(None)
+    pipe.update_components(**{name: components[name] for name in ("text_encoder", "tokenizer", "processor")})
+    out = pipe(prompt="a robot dancing", **given[workflow], output=["prompt_embeds", "text_token_tags"])
+    assert out["prompt_embeds"].shape[:2] == (1, out["text_token_tags"].shape[0])
+    assert set(out["text_token_tags"].tolist()) == ({1} if workflow == "t2va" else {0, 1})
 
 
 def _krea2_classic_components() -> dict:

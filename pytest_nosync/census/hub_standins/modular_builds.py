@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import transformers
 from diffusers import (
     AnimaTextConditioner,
     AutoencoderKLFlux2,
+    AutoencoderKLMiniMaxH3,
+    AutoencoderKLMiniMaxH3Audio,
     AutoencoderKLQwenImage,
     AutoencoderKLWan,
     ClassifierFreeGuidance,
@@ -24,6 +27,8 @@ from diffusers import (
     HeliosDMDScheduler,
     HeliosScheduler,
     LTX2VideoDiffusionDecoderModel,
+    MiniMaxH3Scheduler,
+    MiniMaxH3Transformer3DModel,
     MiniMaxMusic3ConditionEncoder,
     MiniMaxMusic3RVQDepthDecoder,
     MiniMaxMusic3Transformer1DModel,
@@ -42,6 +47,8 @@ from transformers import (
     Qwen3Config,
     Qwen3ForCausalLM,
     Qwen3Model,
+    Qwen3VLForConditionalGeneration,
+    Qwen3VLProcessor,
     T5TokenizerFast,
     UMT5EncoderModel,
 )
@@ -58,6 +65,7 @@ from .text_repos import (
     save_t5_tokenizer,
     t5_config,
 )
+from .vision_language_repos import QWEN_VL_TEXT, qwen3_vl_config
 
 QWEN3_VOCAB_SIZE = 151936  # above the Qwen2 tokenizer's special ids (151643…), as Qwen3's own
 
@@ -369,4 +377,71 @@ def minimax_music3() -> dict[str, Any]:
         # released checkpoint's scheduler config): the defaults would pass it 1000..500 and step away from the data
         "scheduler": FlowMatchEulerDiscreteScheduler(num_train_timesteps=1, invert_sigmas=True),
         "vocoder": vocoder,
+    }
+
+
+class ImagesOnlyQwen3VLProcessor(Qwen3VLProcessor):
+    """A Qwen3-VL processor without its video processor. transformers builds a Qwen3VLProcessor only with torchvision:
+    its constructor checks the video processor's class (whatever is passed, None too) against a class it exports only
+    with torchvision, while a processor's parts are the ones its `__init__` names, so this one's are the image
+    processor and the tokenizer. The MiniMax H3 blocks read the video processor for a video reference alone."""
+
+    def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: str | None = None) -> None:
+        super().__init__(image_processor, tokenizer, None, chat_template=chat_template)
+
+
+# The PIL backend where transformers has it: the default one needs torchvision.
+_QWEN_VL_IMAGE_PROCESSOR = getattr(transformers, "Qwen2VLImageProcessorPil", transformers.Qwen2VLImageProcessor)
+MINIMAX_H3_TEXT_LAYERS = 51  # the blocks condition on hidden_states[50] (the pipeline's text_encoder_layer)
+
+
+def _minimax_h3_transformer(seed: int) -> Any:
+    # the transformer model test's tiny config, on the stand-in's 4 video and 8 audio latent channels
+    return seeded_model(
+        lambda: MiniMaxH3Transformer3DModel(
+            num_attention_heads=2, attention_head_dim=16, hidden_size=24, num_layers=2, num_refiner_layers=2,
+            ffn_dim=32, in_channels=4, audio_in_channels=8, patch_size=(1, 2, 2),
+            text_dim=QWEN_VL_TEXT["hidden_size"], freq_dim=8, time_embed_hidden_dim=24, time_embed_dim=16,
+            rope_freq_dim=2,
+        ),
+        seed=seed,
+    )  # fmt: skip
+
+
+def minimax_h3() -> dict[str, Any]:
+    """MiniMax H3: a Qwen3-VL conditioner of width 16 and 51 layers, the Qwen2 tokenizer stand-in, a Qwen3-VL
+    processor without a video processor (ImagesOnlyQwen3VLProcessor; image processor of 16-pixel patches), the two
+    transformer partitions (`transformer` for t2va and fl2va, `transformer_ref` for ref2va) of their own seeds, a video
+    VAE 16x in space (the blocks' image and video processors' scale) and 4x in time at the released 17-frame clips (the
+    tester's 124 frames: 37 latents), an audio VAE hopping 4 samples at 160 Hz (the blocks' 40 latents a second: the
+    tester's 207 latents, 828 samples), and the released schedulers' shifts (12 video, 3 audio)."""
+    tokenizer = qwen2_tokenizer()
+    image_processor = _QWEN_VL_IMAGE_PROCESSOR(patch_size=16, merge_size=2, temporal_patch_size=2)
+    vae = seeded_model(
+        lambda: AutoencoderKLMiniMaxH3(
+            latent_channels=4, block_out_channels=(8, 16), layers_per_block=1, spatial_downsample_factors=(4, 4),
+            temporal_downsample_factors=(2, 2), norm_num_groups=8, decoder_num_layers=1,
+            decoder_num_attention_heads=2, decoder_attention_head_dim=8, decoder_num_register_tokens=2,
+            decoder_ffn_mult=2, latents_mean=(0.0,) * 4, latents_std=(1.0,) * 4,
+        )
+    )  # fmt: skip
+    audio_vae = seeded_model(
+        lambda: AutoencoderKLMiniMaxH3Audio(
+            encoder_dim=4, encoder_rates=(2, 2), latent_dim=32, latent_channels=8, num_attention_heads=2,
+            decoder_dim=16, decoder_rates=(2, 2), decoder_kernel_sizes=(4, 4), resblock_kernel_sizes=(3, 7),
+            resblock_dilation_sizes=((1, 3), (1, 3)), sampling_rate=160, latents_mean=[0.0] * 8,
+            latents_std=[1.0] * 8,
+        )
+    )  # fmt: skip
+    config = qwen3_vl_config(num_hidden_layers=MINIMAX_H3_TEXT_LAYERS)
+    return {
+        "text_encoder": seeded_model(lambda: Qwen3VLForConditionalGeneration(config)),
+        "tokenizer": tokenizer,
+        "processor": ImagesOnlyQwen3VLProcessor(image_processor, tokenizer),
+        "transformer": _minimax_h3_transformer(seed=0),
+        "transformer_ref": _minimax_h3_transformer(seed=1),
+        "vae": vae,
+        "audio_vae": audio_vae,
+        "scheduler": MiniMaxH3Scheduler(shift=12.0),
+        "audio_scheduler": MiniMaxH3Scheduler(shift=3.0),
     }

@@ -120,6 +120,7 @@ MODULAR_STANDINS: dict[str, Components] = {
     "hf-internal-testing/tiny-krea2-modular-pipe": _built("krea2"),
     "hf-internal-testing/tiny-krea2-turbo-modular-pipe": _built("krea2"),
     "hf-internal-testing/tiny-minimax-music3-modular-pipe": _built("minimax_music3"),
+    "hf-internal-testing/tiny-minimax-h3-modular-pipe": _built("minimax_h3"),
     "BestWishYsh/Helios-Distilled": _built("helios_pyramid_distilled"),
 }
 
@@ -130,16 +131,8 @@ RELEASED_IN: dict[str, str] = {
     "HeliosPyramidDistilledModularPipeline": "BestWishYsh/Helios-Distilled",
 }
 
-_QWEN_VL_PROCESSOR = (
-    "the blocks' {processor}, which their text encoder step calls on every prompt, needs torchvision to be built "
-    "(transformers requires it for its {video}), and no classic tester's components fit the blocks to stand in"
-)
 # repository id -> why no stand-in fits its blocks, here (no stand-in, with that reason)
-MISFITS: dict[str, str] = {
-    "hf-internal-testing/tiny-minimax-h3-modular-pipe": _QWEN_VL_PROCESSOR.format(
-        processor="Qwen3VLProcessor", video="Qwen3VLVideoProcessor"
-    ),
-}
+MISFITS: dict[str, str] = {}
 
 # repository id -> (the classic tester's module, its class, the processor among its components that transformers
 # builds only with torchvision): stood in as that tester's components where torchvision is importable (the processor
