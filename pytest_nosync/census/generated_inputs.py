@@ -13,7 +13,8 @@ channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`:
 control a union ControlNet applies to its control image (`control_mode`: the first, 0); an edit's `source_prompt`
 (the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an `example_image` (as an
 image), two step indices counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where
-their defaults assume 50 steps). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and
+their defaults assume 50 steps), and a pyramid's steps by stage (`pyramid_num_inference_steps_list`: STAGE_STEPS
+for each stage of its scheduler). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and
 `latents` only where required (a decoding pipeline's: of the sibling's frames and size in the pipeline's latent
 space). All seeded: the same inputs every call and run.
 """
@@ -37,6 +38,10 @@ VIDEO_MASKS = ("mask_video",)
 AUDIO = ("audio",)
 SPANS = {"mask_start_seconds": 0.25, "mask_end_seconds": 0.75}  # a share of the sibling's duration
 STEP_INDICES = {"t0": 2, "t1": 1}  # counted back from the sibling's num_inference_steps
+# Each stage's steps in a pyramid's step list (a call taking it takes no num_inference_steps: its steps stay as
+# made): the most a check needs, a growth check's warm-up over a scheduler's longest history (4, suite.checks'
+# HISTORY_STEPS) and 2 judged, in every stage, as each stage restarts its scheduler
+STAGE_STEPS = 6
 COMPRESSION = ("spatial_compression_ratio", "temporal_compression_ratio")  # a video latent space's, as VAEs name them
 
 
@@ -198,6 +203,16 @@ def _token_indices(annotation: str, given: Mapping[str, Any], pipe: Any) -> list
     return [1] if given.get("prompt") is not None and _takes(annotation, "int") else None
 
 
+def _pyramid_steps(annotation: str, given: Mapping[str, Any], pipe: Any) -> list[int] | None:
+    """Each stage's steps (`pyramid_num_inference_steps_list`): STAGE_STEPS for each stage of the pipeline's
+    scheduler (its `stages`); the default list names the released scheduler's three, which a sibling's scheduler of
+    fewer stages cannot take."""
+    stages = _config_of(getattr(pipe, "scheduler", None), "stages")
+    if not isinstance(stages, int) or stages < 1 or not _takes(annotation, "list"):
+        return None
+    return [STAGE_STEPS] * stages
+
+
 def knows(name: str) -> bool:
     """Whether `generated` has a maker for an input of this name (a required input it makes is no lack)."""
     return name in _MAKERS or name in _REQUIRED_MAKERS
@@ -230,6 +245,7 @@ _MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {
     "source_prompt": _source_prompt,
     "token_indices": _token_indices,
     **{name: _step_index(back) for name, back in STEP_INDICES.items()},
+    "pyramid_num_inference_steps_list": _pyramid_steps,
 }
 # Made only where `__call__` requires them: most pipelines take latents to start from, optionally.
 _REQUIRED_MAKERS: dict[str, Callable[[str, Mapping[str, Any], Any], Any]] = {"latents": _latents}

@@ -128,3 +128,23 @@ def test_required_latents_are_the_siblings_frames_and_size_in_the_pipelines_late
     assert generated(Decode, {"num_frames": 5}, pipe=None) == {}  # no latent space to size them by: none
     # a call that takes no frame count (the decoder's): three latent frames, what its 3x3x3 neighborhoods need
     assert generated(Decode, {}, _latent_space(4, 2, 2))["latents"].shape == (1, 4, 3, 16, 16)
+
+
+class Pyramid:  # Helios's pyramid: steps by stage, a video read by diffusers' VideoProcessor and encoded by chunks
+    vae_scale_factor_temporal = 4
+    scheduler = SimpleNamespace(config={"stages": 2})
+
+    def __call__(
+        self,
+        prompt: str,
+        num_frames: int = 132,
+        video: PIL.Image.Image | torch.Tensor | list[PIL.Image.Image] | list[torch.Tensor] | None = None,
+        num_latent_frames_per_chunk: int = 9,
+        pyramid_num_inference_steps_list: list | None = None,
+    ) -> None: ...
+
+
+def test_a_pyramids_steps_are_as_many_a_stage_as_a_check_needs_for_each_stage_of_its_scheduler() -> None:
+    made = generated(Pyramid, {"prompt": "p", "num_frames": 9}, Pyramid())
+    assert made["pyramid_num_inference_steps_list"] == [6, 6]
+    assert "pyramid_num_inference_steps_list" not in generated(Pyramid, {"prompt": "p"}, pipe=None)  # no stages
