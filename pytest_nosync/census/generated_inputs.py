@@ -7,16 +7,17 @@ requiring an input the sibling does not give).
 whose annotation allows what it would give: an image (`image`, `control_image`, `conditioning_image`: the sibling's
 image, else a seeded one of its height and width), a mask of that image's kind (`mask_image`, `control_mask`: of the
 sibling's height and width, else its image's size; its right half masked), a video and its mask (`video`,
-`control_video`, `mask_video`: a tensor of its frames, height and width; a class taking an image or a video to start
-from gets one of them), a reference waveform (`audio`: a tensor of its duration at the VAE's sampling rate and
-channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle half), and the kind of
-control a union ControlNet applies to its control image (`control_mode`: the first, 0); an edit's `source_prompt`
-(the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an `example_image` (as an
-image), two step indices counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where
-their defaults assume 50 steps), and a pyramid's steps by stage (`pyramid_num_inference_steps_list`: STAGE_STEPS
-for each stage of its scheduler). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and
-`latents` only where required (a decoding pipeline's: of the sibling's frames and size in the pipeline's latent
-space). All seeded: the same inputs every call and run.
+`control_video`, `mask_video`: a tensor of its frames, at least one chunk's where the call encodes its video by
+chunks, height and width; a class taking an image or a video to start from gets one of them), a reference waveform
+(`audio`: a tensor of its duration at the VAE's sampling rate and channels) and a span of it to inpaint
+(`mask_start_seconds`, `mask_end_seconds`: its middle half), and the kind of control a union ControlNet applies to
+its control image (`control_mode`: the first, 0); an edit's `source_prompt` (the sibling's prompt), the
+`token_indices` to attend to (the prompt's first token) and an `example_image` (as an image), two step indices
+counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where their defaults assume 50
+steps), and a pyramid's steps by stage (`pyramid_num_inference_steps_list`: STAGE_STEPS for each stage of its
+scheduler). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and `latents` only where
+required (a decoding pipeline's: of the sibling's frames and size in the pipeline's latent space). All seeded: the
+same inputs every call and run.
 """
 
 from __future__ import annotations
@@ -129,15 +130,32 @@ def _mask(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
     return PIL.Image.fromarray(pixels, mode="L")
 
 
-def _video_shape(given: Mapping[str, Any], channels: int) -> tuple[int, ...]:
+def _video_shape(given: Mapping[str, Any], pipe: Any, channels: int) -> tuple[int, ...]:
+    """(1, channels, frames, H, W): the sibling's frames, at least a chunk's (_chunk_frames), and size."""
     height, width = _size(given)
-    return (1, channels, int(given.get("num_frames") or 1), height, width)
+    return (1, channels, max(int(given.get("num_frames") or 1), _chunk_frames(given, pipe)), height, width)
+
+
+def _chunk_frames(given: Mapping[str, Any], pipe: Any) -> int:
+    """The frames of one chunk where the call encodes its video chunk by chunk: `num_latent_frames_per_chunk` (the
+    sibling's, else its default) latent frames in the pipeline's `vae_scale_factor_temporal` (Helios's pyramid
+    refuses a video shorter than one chunk); else 1."""
+    try:
+        parameters = inspect.signature(type(pipe).__call__).parameters
+    except (AttributeError, TypeError, ValueError):  # no pipeline, or not a callable one
+        return 1
+    parameter = parameters.get("num_latent_frames_per_chunk")
+    chunk = given.get("num_latent_frames_per_chunk", getattr(parameter, "default", None))
+    factor = getattr(pipe, "vae_scale_factor_temporal", None)
+    if not isinstance(chunk, int) or not isinstance(factor, int):
+        return 1
+    return (chunk - 1) * factor + 1
 
 
 def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
-    """A seeded video tensor (1, 3, frames, H, W) in [0, 1], of the sibling's frames and size; its frames as PIL
-    images where the annotation takes a list of images (of any kind: LTX-2's latent upsampler takes its frames)."""
-    frames = torch.rand(_video_shape(given, 3), generator=torch.Generator().manual_seed(SEED))
+    """A seeded video tensor (1, 3, frames, H, W) in [0, 1] (_video_shape); its frames as PIL images where the
+    annotation takes a list of images (of any kind: LTX-2's latent upsampler takes its frames)."""
+    frames = torch.rand(_video_shape(given, pipe, 3), generator=torch.Generator().manual_seed(SEED))
     if _takes(annotation, "Tensor") and not annotation.startswith("list["):  # a list's tensor would be one frame
         return frames
     if not _takes(annotation, "Image"):
@@ -150,7 +168,7 @@ def _video_mask(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.T
     """A video mask (1, 1, frames, H, W), its right half masked."""
     if not _takes(annotation, "Tensor"):
         return None
-    mask = torch.zeros(_video_shape(given, 1))
+    mask = torch.zeros(_video_shape(given, pipe, 1))
     mask[..., mask.shape[-1] // 2 :] = 1.0
     return mask
 

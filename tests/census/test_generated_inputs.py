@@ -148,3 +148,17 @@ def test_a_pyramids_steps_are_as_many_a_stage_as_a_check_needs_for_each_stage_of
     made = generated(Pyramid, {"prompt": "p", "num_frames": 9}, Pyramid())
     assert made["pyramid_num_inference_steps_list"] == [6, 6]
     assert "pyramid_num_inference_steps_list" not in generated(Pyramid, {"prompt": "p"}, pipe=None)  # no stages
+
+
+class Chunked:  # encodes its video a chunk at a time, refusing one shorter than a chunk (Helios's pyramid)
+    vae_scale_factor_temporal = 4
+
+    def __call__(self, prompt: str, video: torch.Tensor | None = None, num_latent_frames_per_chunk: int = 9) -> None:
+        pass
+
+
+def test_a_video_encoded_by_chunks_has_at_least_one_chunks_frames_in_the_pipelines_temporal_compression() -> None:
+    given = {"prompt": "p", "num_frames": 9, "height": 16, "width": 8}
+    assert generated(Chunked, given, Chunked())["video"].shape == (1, 3, 33, 16, 8)  # (9 - 1) * 4 + 1
+    assert generated(Chunked, {**given, "num_latent_frames_per_chunk": 2}, Chunked())["video"].shape[2] == 9
+    assert generated(Chunked, given, pipe=None)["video"].shape[2] == 9  # no compression known: the sibling's frames
