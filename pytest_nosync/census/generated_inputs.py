@@ -8,16 +8,16 @@ whose annotation allows what it would give: an image (`image`, `control_image`, 
 image, else a seeded one of its height and width), a mask of that image's kind (`mask_image`, `control_mask`: of the
 sibling's height and width, else its image's size; its right half masked), a video and its mask (`video`,
 `control_video`, `mask_video`: a tensor of its frames, at least one chunk's where the call encodes its video by
-chunks, height and width; a class taking an image or a video to start from gets one of them), a reference waveform
-(`audio`: a tensor of its duration at the VAE's sampling rate and channels) and a span of it to inpaint
-(`mask_start_seconds`, `mask_end_seconds`: its middle half), and the kind of control a union ControlNet applies to
-its control image (`control_mode`: the first, 0); an edit's `source_prompt` (the sibling's prompt), the
-`token_indices` to attend to (the prompt's first token) and an `example_image` (as an image), two step indices
-counted back from the sibling's `num_inference_steps` (`t0`, `t1`: its last two, where their defaults assume 50
-steps), and a pyramid's steps by stage (`pyramid_num_inference_steps_list`: STAGE_STEPS for each stage of its
-scheduler). Required inputs too, where a maker knows them (a `__call__` requiring a mask), and `latents` only where
-required (a decoding pipeline's: of the sibling's frames and size in the pipeline's latent space). All seeded: the
-same inputs every call and run.
+chunks, height and width, or its frames as PIL images where the annotation takes a list of them; a class taking an
+image or a video to start from gets one of them), a reference waveform (`audio`: a tensor of its duration at the
+VAE's sampling rate and channels) and a span of it to inpaint (`mask_start_seconds`, `mask_end_seconds`: its middle
+half), and the kind of control a union ControlNet applies to its control image (`control_mode`: the first, 0); an
+edit's `source_prompt` (the sibling's prompt), the `token_indices` to attend to (the prompt's first token) and an
+`example_image` (as an image), two step indices counted back from the sibling's `num_inference_steps` (`t0`, `t1`:
+its last two, where their defaults assume 50 steps), and a pyramid's steps by stage
+(`pyramid_num_inference_steps_list`: STAGE_STEPS for each stage of its scheduler). Required inputs too, where a
+maker knows them (a `__call__` requiring a mask), and `latents` only where required (a decoding pipeline's: of the
+sibling's frames and size in the pipeline's latent space). All seeded: the same inputs every call and run.
 """
 
 from __future__ import annotations
@@ -154,9 +154,12 @@ def _chunk_frames(given: Mapping[str, Any], pipe: Any) -> int:
 
 def _video(annotation: str, given: Mapping[str, Any], pipe: Any) -> Any:
     """A seeded video tensor (1, 3, frames, H, W) in [0, 1] (_video_shape); its frames as PIL images where the
-    annotation takes a list of images (of any kind: LTX-2's latent upsampler takes its frames)."""
+    annotation takes a list of images (of any kind: LTX-2's latent upsampler takes its frames), or a list of PIL
+    images among other kinds: frames are read alike by every pipeline, a 5-D tensor not (diffusers' VideoProcessor
+    reads it as (batch, frames, channels, H, W), EasyAnimate, annotated a tensor only, as this one)."""
     frames = torch.rand(_video_shape(given, pipe, 3), generator=torch.Generator().manual_seed(SEED))
-    if _takes(annotation, "Tensor") and not annotation.startswith("list["):  # a list's tensor would be one frame
+    as_frames = annotation.startswith("list[") or "list[PIL.Image" in annotation  # a list's tensor: one frame
+    if _takes(annotation, "Tensor") and not as_frames:
         return frames
     if not _takes(annotation, "Image"):
         return None

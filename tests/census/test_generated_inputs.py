@@ -162,3 +162,11 @@ def test_a_video_encoded_by_chunks_has_at_least_one_chunks_frames_in_the_pipelin
     assert generated(Chunked, given, Chunked())["video"].shape == (1, 3, 33, 16, 8)  # (9 - 1) * 4 + 1
     assert generated(Chunked, {**given, "num_latent_frames_per_chunk": 2}, Chunked())["video"].shape[2] == 9
     assert generated(Chunked, given, pipe=None)["video"].shape[2] == 9  # no compression known: the sibling's frames
+
+
+def test_a_video_whose_annotation_allows_a_list_of_pil_images_among_tensors_is_its_frames() -> None:
+    """Helios's pyramid reads its video with VideoProcessor.preprocess_video, which takes a 5-D tensor as (batch,
+    frames, channels, H, W): the (1, 3, frames, H, W) tensor was read as 3 frames of `frames` channels."""
+    made = generated(Pyramid, {"prompt": "p", "num_frames": 9, "height": 16, "width": 8}, Pyramid())
+    assert len(made["video"]) == 33 and made["video"][0].size == (8, 16)
+    assert isinstance(generated(Video, {"prompt": "p", "num_frames": 5}, pipe=None)["video"], torch.Tensor)
