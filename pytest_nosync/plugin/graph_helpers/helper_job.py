@@ -35,6 +35,7 @@ def run(job: GraphJob, pipelines: dict[tuple[str, str, str], Prepared]) -> Outco
         return Outcome(skipped=str(exc))
     ctx = CallContext(device, dtype, job.steps, job.seed)
     report = check(pipelines[key], "graph_breaks", lambda pipe: target.kwargs_by_steps(pipe, ctx), job.options,
-                   steps=job.steps, test_id=job.test_id, target=job.target)  # fmt: skip
+                   steps=job.steps, test_id=job.test_id, target=job.target,
+                   steps_are_calls=target.steps_are_calls)  # fmt: skip
     report.metrics["helper_s"] = round(time.perf_counter() - start, 3)  # its build (first job) and trace, in the helper
     return Outcome(report=report)
