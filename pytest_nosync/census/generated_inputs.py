@@ -196,10 +196,11 @@ def _latents(annotation: str, given: Mapping[str, Any], pipe: Any) -> torch.Tens
     space = next((c for c in owners if _config_of(c, "latent_channels")), None)
     if space is None or not _takes(annotation, "Tensor"):
         return None
+    channels = _config_of(space, "latent_channels")
     spatial, temporal = (getattr(space, key, None) or _config_of(space, key) or 1 for key in COMPRESSION)
     # a call that takes no frame count (a decoder of latents): three latent frames, what a 3x3x3 kernel needs
     frames, (height, width) = int(given.get("num_frames") or 2 * temporal + 1), _size(given)
-    shape = (1, _config_of(space, "latent_channels"), (frames - 1) // temporal + 1, height // spatial, width // spatial)
+    shape = (1, channels, (frames - 1) // temporal + 1, height // spatial, width // spatial)
     return torch.randn(shape, generator=torch.Generator().manual_seed(SEED))
 
 

@@ -331,7 +331,7 @@ class Tester:
         # freed only where the steps are fixed below the 2 the sync checks need: a class they check keeps its inputs
         too_few = slope <= 0 and asked is not None and offset < 2
         freeing = {k: v for k, v in STEP_FREEING.items() if k in parameters} if too_few else {}
-        freed = _freed_fit(fit, pipe, denoiser, {**kwargs, **freeing}, asked) if freeing else None
+        freed = _freed_fit(fit, {**kwargs, **freeing}, asked) if freeing else None
         if freed is not None:  # the steps follow the count with them: every call is given them
             slope, offset = freed
         self.calibration = Calibration(
@@ -421,15 +421,17 @@ def _fit(
     pipe: Any,
     kwargs: dict[str, Any],
     *,
-    stepped: int,
+    stepped: int | None,
     asked: int | None,
     denoiser: str,
     parameters: frozenset[str],
     with_steps: Callable[[Any, dict[str, Any], int], dict[str, Any]],
 ) -> tuple[float, float, str]:
     """(slope, offset, why the steps stay) of the steps in num_inference_steps (Calibration), from a call with
-    `kwargs` (`asked` steps asked, `stepped` run) and one asking more (_further_steps), whose inputs `with_steps`
-    gives (Tester.with_steps)."""
+    `kwargs` (`asked` steps asked, `stepped` run: None, counted here) and one asking more (_further_steps), whose
+    inputs `with_steps` gives (Tester.with_steps)."""
+    if stepped is None:
+        stepped = _count(pipe, kwargs).steps_of(denoiser)
     if asked is None:
         return 0.0, float(stepped), "its call takes no num_inference_steps"
     further = _further_steps(asked, parameters)
@@ -443,14 +445,13 @@ def _fit(
     return slope, stepped - slope * asked, f"num_inference_steps={further} ran {more} too"
 
 
-def _freed_fit(
-    fit: Callable[..., tuple[float, float, str]], pipe: Any, denoiser: str, kwargs: dict[str, Any], asked: int
-) -> tuple[float, float] | None:
+def _freed_fit(fit: Callable[..., tuple[float, float, str]], kwargs: dict[str, Any], asked: int
+               ) -> tuple[float, float] | None:  # fmt: skip
     """(slope, offset) of the steps with the STEP_FREEING inputs in `kwargs` (`fit`: _fit of the pipeline), where they
     follow the count there; None where they still do not, or a call with them raised (the steps stay as found
     without them)."""
     try:
-        slope, offset, _ = fit(kwargs, stepped=_count(pipe, kwargs).steps_of(denoiser), asked=asked)
+        slope, offset, _ = fit(kwargs, stepped=None, asked=asked)
     except Uncallable:
         return None
     return (slope, offset) if slope > 0 else None

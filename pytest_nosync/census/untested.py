@@ -360,7 +360,7 @@ def named_by(path: Path) -> set[str]:
     return named | {bases[name] for name in named if name in bases}
 
 
-_REAL_CHECKPOINTS = ("slow", "nightly")  # diffusers' decorators of tests that load released checkpoints
+_REAL_CHECKPOINTS = frozenset(("slow", "nightly"))  # diffusers' decorators of tests that load released checkpoints
 
 
 def _named_by_slow_tests(text: str) -> set[str]:
@@ -381,7 +381,7 @@ def _named_by_slow_tests(text: str) -> set[str]:
             if isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name)
             and any(isinstance(t, ast.Name) and t.id == "pipeline_class" for t in statement.targets)
         }  # fmt: skip
-        (slow if decorators & set(_REAL_CHECKPOINTS) else fast).update(named)
+        (slow if decorators & _REAL_CHECKPOINTS else fast).update(named)
     return slow - fast
 
 
