@@ -349,30 +349,12 @@ def test_a_pipeline_that_takes_only_its_tests_step_count_is_checked_where_that_i
     )
 
 
-SCM_STEPS = """
-import unittest
-
-import torch
-
-from tests.twins.loop_pipeline import Denoiser, LoopPipeline, Scheduler
-
-
-class ScmPipeline(LoopPipeline):
-    def __call__(self, latents, num_inference_steps=2, intermediate_timesteps=1.3, strength=1.0):
-        if intermediate_timesteps is not None and num_inference_steps != 2:
-            raise ValueError("Intermediate timesteps for SCM is not supported when num_inference_steps != 2.")
-        return super().__call__(latents, num_inference_steps, strength=strength)
-
-
-class ScmFastTests(unittest.TestCase):
-    pipeline_class = ScmPipeline
-
-    def get_dummy_components(self):
-        return {"transformer": Denoiser(), "scheduler": Scheduler()}
-
-    def get_dummy_inputs(self, device, seed=0):
-        return {"latents": torch.randn(2, 8), "num_inference_steps": 2, "strength": 0.5}
-"""
+# SanaSprint's img2img: its SCM twin at its test's strength 0.5 of 2 steps
+SCM_STEPS = (
+    FIXED_STEPS.replace("LoopPipeline", "ScmPipeline")
+    .replace('"only_steps": 2', '"strength": 0.5')
+    .replace("FixedSteps", "Scm")
+)
 
 
 def test_an_input_documented_to_hold_the_steps_is_dropped_where_they_are_fixed_and_the_report_says_so(

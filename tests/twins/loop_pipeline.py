@@ -155,6 +155,18 @@ class CopiedSchedulersPipeline(LoopPipeline):
         return stepped
 
 
+class ScmPipeline(LoopPipeline):
+    """SanaSprint's SCM: `intermediate_timesteps` holds the steps at 2, raising at any other count; None frees them."""
+
+    def __call__(  # type: ignore[override]
+        self, latents: torch.Tensor, num_inference_steps: int = 2, intermediate_timesteps: float | None = 1.3,
+        strength: float = 1.0,
+    ) -> torch.Tensor:  # fmt: skip
+        if intermediate_timesteps is not None and num_inference_steps != 2:
+            raise ValueError("Intermediate timesteps for SCM is not supported when num_inference_steps != 2.")
+        return super().__call__(latents, num_inference_steps, strength=strength)
+
+
 class TwoExpertsPipeline(LoopPipeline):
     """Wan 2.2's two experts: `transformer` denoises the steps above the boundary, `transformer_2` the others, each
     called twice a step (guidance). Deciding on the device timestep reads it in every step; on the host list, never."""
