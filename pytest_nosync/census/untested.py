@@ -281,6 +281,7 @@ def with_deprecation(deprecated: str, reason: str) -> str:
     return f"{deprecated}, and {reason}" if deprecated else reason
 
 
+@functools.lru_cache(maxsize=2048)  # asked per tester for every class a plan places
 def _module_of(cls: type) -> Path | None:
     try:
         return Path(inspect.getfile(cls)).resolve()
@@ -350,28 +351,32 @@ _NAMED = re.compile(r"^\s*pipeline_class\s*=\s*([A-Za-z_][A-Za-z0-9_]*)", re.MUL
 _DEFINED = re.compile(r"^class\s+([A-Za-z_][A-Za-z0-9_]*)\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)", re.MULTILINE)
 
 
-def named_by(path: Path) -> set[str]:
+@functools.lru_cache(maxsize=2048)  # a plan and named_in read each module: once per run
+def named_by(path: Path) -> frozenset[str]:
     """The pipeline classes a test module names (`pipeline_class = X`, read as text, nothing imported); where the
     module defines X itself, deriving from a class, that class too (the diffusers class a test's wrapper runs, which
     outcomes.tested_class_name counts)."""
     text = path.read_text(encoding="utf-8", errors="replace")
     named = set(_NAMED.findall(text)) - _named_by_slow_tests(text)
     bases = dict(_DEFINED.findall(text))
-    return named | {bases[name] for name in named if name in bases}
+    return frozenset(named | {bases[name] for name in named if name in bases})
 
 
 _REAL_CHECKPOINTS = frozenset(("slow", "nightly"))  # diffusers' decorators of tests that load released checkpoints
+_MAY_BE_SLOW = re.compile(r"^\s*@\s*[\w.]*\b(slow|nightly)\b", re.MULTILINE)
 
 
 def _named_by_slow_tests(text: str) -> set[str]:
     """The classes only slow or nightly test classes of a module name: those load a released checkpoint and give no
     dummy components, so they test nothing the census can drive (Flux Redux's prior, whose one test is slow)."""
+    if not _MAY_BE_SLOW.search(text):  # most modules have neither decorator: no syntax tree to build
+        return set()
     try:
         tree = ast.parse(text)
     except SyntaxError:
         return set()
     slow, fast = set(), set()
-    for node in ast.walk(tree):
+    for node in tree.body:  # test classes stand at a module's top
         if not isinstance(node, ast.ClassDef):
             continue
         decorators = {d.id if isinstance(d, ast.Name) else getattr(d, "attr", "") for d in node.decorator_list}
@@ -431,6 +436,7 @@ def _named_parameters(method: Any) -> dict[str, bool]:
     }
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every pair of classes a plan ranks (thousands); read-only
 def _init_parameters(cls: type) -> dict[str, bool]:
     """The components `cls.__init__` takes: name → required."""
     return _named_parameters(cls.__init__)
