@@ -96,6 +96,19 @@ def module_seconds(modules: Iterable[str], durations: Mapping[str, float]) -> tu
     return {m: recorded.get(m, mean) for m in sorted(wanted)}, len(wanted) - len(recorded)
 
 
+def class_seconds(classes: Iterable[str], durations: Mapping[str, float]) -> dict[str, float]:
+    """Each census tester class's recorded seconds (its items' sum), the mean of the recorded ones for a class without
+    any: what a run's workers take longest first (its items land on one worker together, as in a shard)."""
+    wanted = set(classes)
+    recorded: dict[str, float] = {}
+    for nodeid in sorted(durations):
+        census = ids.parse(ids.plain_nodeid(nodeid))
+        if census is not None and census.tester in wanted:
+            recorded[census.tester] = recorded.get(census.tester, 0.0) + durations[nodeid]
+    mean = sum(recorded.values()) / len(recorded) if recorded else 1.0
+    return {c: recorded.get(c, mean) for c in sorted(wanted)}
+
+
 @dataclass(frozen=True)
 class Plan:
     """Every shard's modules (sorted) and estimated seconds, and how many modules counted the mean."""

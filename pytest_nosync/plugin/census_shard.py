@@ -1,6 +1,7 @@
 """The census in shards, its pytest side: `--nosync-shard=K/N` collects only the test modules of the K-th shard
 (census.shards packs them), and `--nosync-durations=PATH` reads the durations it packs by; an unsharded census run
-writes its items' durations there (`census merge --durations` writes a sharded run's).
+writes its items' durations there (`census merge --durations` writes a sharded run's). Under pytest-xdist the same
+durations order the tester classes longest first, so the long ones do not start last and leave the other workers idle.
 
 A shard's report says which shard of which plan and selection it is (`record`), so that `census merge` refuses a
 missing shard, a shard of another plan, selection, checkout or plugin version before merging anything.
@@ -69,6 +70,14 @@ class CensusShards:
         if self.kept is None or not self.ignored:
             return None
         return True if _relative(collection_path, config.rootpath) in self.ignored else None
+
+    @pytest.hookimpl(trylast=True)  # on the final selection, in every worker alike (one durations file)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if not self.recorded or not xdist.distributing(self.config):
+            return
+        classes = {census.tester for item in items if (census := ids.parse(item.nodeid)) is not None}
+        if classes:
+            items[:] = xdist.longest_first(items, shards.class_seconds(classes, self.recorded))
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
         return [self.plan.header(self.shard)] if self.plan is not None and self.shard is not None else []

@@ -240,6 +240,54 @@ def test_packing_is_longest_first_keeps_families_and_gives_the_mean_to_the_unrec
     assert [s for s in three.shards if "a/test_1.py" in s] == [s for s in three.shards if "a/test_2.py" in s]
 
 
+def test_a_runs_classes_cost_their_recorded_seconds_and_the_mean_where_none_is_recorded() -> None:
+    durations = {"a/test_1.py::A::nosync[syncs]": 10.0, "a/test_1.py::A::nosync[graph_breaks]": 20.0,
+                 "b/test_2.py::B::nosync[syncs]@b/test_2.py::B": 6.0,  # as xdist's loadgroup reports it
+                 "b/test_2.py::B::Untested::nosync[syncs]": 2.0, "c/test_3.py::test_other": 99.0}  # fmt: skip
+    costs = shards.class_seconds(["a/test_1.py::A", "b/test_2.py::B", "b/test_2.py::B::Untested", "d/test_4.py::D"],
+                                 durations)  # fmt: skip
+    assert costs == {"a/test_1.py::A": 30.0, "b/test_2.py::B": 6.0, "b/test_2.py::B::Untested": 2.0,
+                     "d/test_4.py::D": 38.0 / 3}  # fmt: skip
+    assert shards.class_seconds(["a/test_1.py::A"], {}) == {"a/test_1.py::A": 1.0}  # nothing recorded: all alike
+
+
+def test_under_xdist_the_census_classes_are_taken_longest_first_by_the_recorded_durations(
+    pytester: pytest.Pytester,
+) -> None:
+    """xdist's loadgroup hands out the tester classes in collection order: a long class collected last (a class no
+    tester names comes after every tester) started at the end of a GPU census and ran alone for 40 s. With recorded
+    durations, every worker orders its items by their class's seconds, longest first; without, as collected."""
+    _checkout(pytester)
+    # recorded for four classes; the other three count the mean, 9.5 s
+    seconds = {"FluxPipelineFastTests": 1.0, "FluxImg2ImgPipelineFastTests": 2.0, "LTXPipelineFastTests": 30.0,
+               "SanaPipelineFastTests": 5.0}  # fmt: skip
+    durations = {f"{m}::{c}::nosync[syncs]": seconds[c] for m, cs in CHECKOUT.items() for c in cs if c in seconds}
+    (pytester.path / "durations.json").write_text(json.dumps(durations))
+
+    def classes(*options: str) -> list[str]:
+        recorded = pytester.inline_run(*RUN, *options, "--collect-only")
+        items = recorded.getcalls("pytest_collection_finish")[0].session.items  # as they will run
+        return list(dict.fromkeys(item.nodeid.split("::")[1] for item in items))
+
+    collected = classes()
+    assert classes("--nosync-durations=durations.json") == collected  # one process: no one waits on another
+    # as an xdist worker collects: -n asked for, the workers not started (once xdist has configured, and before the
+    # collection orders the items)
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_configure(config):
+            config.option.numprocesses = 2
+        """
+    )
+    assert classes() == collected  # no durations: as collected
+    assert classes("--nosync-durations=durations.json") == [
+        "LTXPipelineFastTests", "FluxInpaintPipelineFastTests", "WanPipelineFastTests", "WanVACEPipelineFastTests",
+        "SanaPipelineFastTests", "FluxImg2ImgPipelineFastTests", "FluxPipelineFastTests"]  # fmt: skip
+
+
 def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
     """Bug twin: diffusers' Bria Fibo family is tested from two folders (bria_fibo, bria_fibo_edit); packed apart, each
     shard took the other folder's class for one no tester names and checked it through a sibling, and the merged census
