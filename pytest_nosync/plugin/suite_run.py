@@ -223,7 +223,7 @@ class SuiteRun:
                 pipe, target.kwargs_by_steps(pipe, ctx), options, steps=steps,
                 rounds=self.settings.metrics_rounds or default_rounds(options.backend),
                 repeat=benchmark_repeat(benchmark), counted=counted, test_id=plain_nodeid(item.nodeid),
-                target=target.name,
+                target=target.name, steps_are_calls=target.steps_are_calls,
             )  # fmt: skip
         if "step_metrics" in report.metrics:
             if saving(config):

@@ -76,7 +76,14 @@ def _warm_up(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, steps: i
 
 
 def count_ops(
-    pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, *, steps: int = 3, test_id: str = "", target: str = ""
+    pipe: Any,
+    call_kwargs: CallKwargs,
+    options: GuardOptions,
+    *,
+    steps: int = 3,
+    test_id: str = "",
+    target: str = "",
+    steps_are_calls: bool = False,
 ) -> Report:
     """The counting call of `measure` on its own (after the warm-up): on a GPU its ops do not depend on what else runs
     on the machine, so it may be made ahead of the timed calls, while this process would wait (plugin.count_ahead)."""
@@ -85,11 +92,18 @@ def count_ops(
     failed = _warm_up(pipe, call_kwargs, options, steps, names)
     if failed is not None:
         return failed
-    return _counting_call(pipe, latents_only(call_kwargs), options, steps, names)
+    return _counting_call(pipe, latents_only(call_kwargs), options, steps, names, _calls(steps, steps_are_calls))
 
 
-def _counting_call(pipe: Any, steps_only: CallKwargs, options: GuardOptions, steps: int, names: dict) -> Report:
-    return guarded_call(pipe, lambda: steps_only(steps), counting(options, steps), **names)
+def _calls(steps: int, steps_are_calls: bool) -> int:
+    """guarded_call's `calls`: a pipeline without a denoising loop is called `steps` times, each call a step."""
+    return steps if steps_are_calls else 0
+
+
+def _counting_call(
+    pipe: Any, steps_only: CallKwargs, options: GuardOptions, steps: int, names: dict, calls: int
+) -> Report:
+    return guarded_call(pipe, lambda: steps_only(steps), counting(options, steps), calls=calls, **names)
 
 
 def measure(
@@ -103,12 +117,15 @@ def measure(
     counted: Report | None = None,
     test_id: str = "",
     target: str = "",
+    steps_are_calls: bool = False,
 ) -> Report:
     """The numbers of each steady step (after the first) of a `steps`-step call, in `report.metrics["step_metrics"]`.
     `counted`: the report of a `count_ops` call made ahead with the same options and steps (a GPU's counting call).
+    `steps_are_calls`: the pipeline has no denoising loop; `steps` calls are made, each one step (guarded_call).
     A call that raises, or a guard that could not measure, returns that report instead (it fails)."""
     steps = max(steps, 2)
     names = {"test_id": test_id, "check": "step_metrics", "target": target}
+    calls = _calls(steps, steps_are_calls)
     failed = _warm_up(pipe, call_kwargs, options, steps, names)
     if failed is not None:
         return failed
@@ -118,7 +135,7 @@ def measure(
     timing = counting(options, steps, timed=True) if counts_too else replace(options, checks=("step_metrics",))
 
     def timed_call() -> None:
-        timed.append(guarded_call(pipe, lambda: steps_only(steps), timing, **names))
+        timed.append(guarded_call(pipe, lambda: steps_only(steps), timing, calls=calls, **names))
 
     repeat(timed_call, rounds)
     if not timed:  # a repeat that ran nothing
@@ -126,7 +143,7 @@ def measure(
     if counts_too:
         counted = timed[-1]
     elif counted is None:
-        counted = _counting_call(pipe, steps_only, options, steps, names)  # warmed up above
+        counted = _counting_call(pipe, steps_only, options, steps, names, calls)  # warmed up above
     for report in [*timed, counted]:
         if report.passed is False:
             return report

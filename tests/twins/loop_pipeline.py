@@ -223,7 +223,7 @@ class UpsamplePipeline(DiffusionPipeline):
 
     @torch.no_grad()
     def __call__(self, latents: torch.Tensor) -> torch.Tensor:
-        out = self.upsampler(self.projector(latents.reshape(-1, 8)).reshape(latents.shape))
+        out = self.upsampler(self.projector(latents.reshape(-1, 8)).reshape(latents.shape))  # twin: models
         if self.peek and out.abs().max().item() > 1e9:  # twin: peek
             out = out / 2
         if self.leak:

@@ -32,7 +32,8 @@ CTX = CallContext(torch.device("cpu"), torch.float32, steps=2)
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     calls: list[tuple[str, int]] = []
 
-    def count_ops(pipe: Any, call_kwargs: Any, options: GuardOptions, *, steps: int, test_id: str, target: str):
+    def count_ops(pipe: Any, call_kwargs: Any, options: GuardOptions, *, steps: int, test_id: str, target: str,
+                  steps_are_calls: bool = False):  # fmt: skip
         calls.append((test_id, steps))
         return Report(test_id=test_id, check="step_metrics", target=target, passed=True)
 

@@ -72,7 +72,8 @@ class CountAhead:
 
             steps = metrics_steps(self._ctx.steps)
             call_kwargs = target.kwargs_by_steps(pipe, self._ctx)
-            report = count_ops(pipe, call_kwargs, options, steps=steps, test_id=item.nodeid, target=target.name)
+            report = count_ops(pipe, call_kwargs, options, steps=steps, test_id=item.nodeid, target=target.name,
+                               steps_are_calls=target.steps_are_calls)  # fmt: skip
             self._counted[item.nodeid] = (options, steps, report)
             self.made += 1
             return True
