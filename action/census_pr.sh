@@ -10,7 +10,8 @@
 # 3. `python -m pytest_nosync census diff` of the two reports: Markdown on stdout, in $GITHUB_STEP_SUMMARY and the
 #    step's `summary` output.
 # Exit status: the HEAD run's, else the diff's (1 when anything got worse). Files land in NOSYNC_OUT (a new temporary
-# directory by default): base.json, head.json, base-known.json, summary.md.
+# directory by default): base.json, head.json, base-known.json, summary.md. NOSYNC_DURATIONS (a file kept between
+# runs, e.g. in the CI's cache): both runs order xdist's workers longest first by it and record their seconds there.
 set -euo pipefail
 base_ref=${NOSYNC_BASE:-origin/main}
 paths=${NOSYNC_PATHS:-tests/pipelines}
@@ -25,6 +26,9 @@ trap 'git worktree remove --force "$worktree" >/dev/null 2>&1 || true' EXIT
 common=(-m gpu --nosync -q --nosync-trace=never -o "cache_dir=$out/cache")
 # shellcheck disable=SC2206  # the workers' arguments are words
 extra=($workers)
+if [ -n "${NOSYNC_DURATIONS:-}" ]; then  # absolute: the merge base's census runs in its worktree
+  extra+=(--nosync-durations="$(cd "$(dirname "$NOSYNC_DURATIONS")" && pwd)/$(basename "$NOSYNC_DURATIONS")")
+fi
 
 echo "nosync: the census of the merge base ${base:0:10} (writes the known issues)"
 (cd "$worktree" && PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}" "$python" -m pytest "$paths" "${common[@]}" \

@@ -4,6 +4,7 @@ job's summary; a change no tester's code ran passes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,9 +70,10 @@ def _git(repo: Path, *args: str) -> None:
                    capture_output=True)  # fmt: skip
 
 
-def _run(repo: Path, out: Path) -> subprocess.CompletedProcess:
+def _run(repo: Path, out: Path, **more: str) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
+        **more,
         "NOSYNC_BASE": "main",
         "NOSYNC_WORKERS": "-k syncs -p no:randomly",
         "NOSYNC_PYTHON": sys.executable,
@@ -104,8 +106,10 @@ def test_a_pull_request_that_adds_a_sync_fails_naming_it_in_the_summary(repo: Pa
     library = repo / "tests" / "pipelines" / "looplib.py"
     library.write_text(SCHEDULERS.replace("return latents - 0.1 * noise * t", "return latents - float(t) * noise"))
     _git(repo, "commit", "-qam", "a host read in the scheduler's step")
-    done = _run(repo, tmp_path / "out")
+    done = _run(repo, tmp_path / "out", NOSYNC_DURATIONS=str(tmp_path / "durations.json"))
     assert done.returncode == 1, done.stdout + done.stderr
+    recorded = json.loads((tmp_path / "durations.json").read_text())  # the next gate orders its workers by it
+    assert {nodeid.split("::")[1] for nodeid in recorded} == {"SteppedHereFastTests", "SteppedElsewhereFastTests"}
     summary = (tmp_path / "out" / "step-summary.md").read_text()
     assert "1 pipeline classes run in both; **1 got worse**" in summary, summary
     line = SCHEDULERS.splitlines().index("        return latents - 0.1 * noise * t") + 1
