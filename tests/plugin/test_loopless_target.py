@@ -25,7 +25,8 @@ def build():
 
 
 def call_kwargs(pipe, ctx):
-    return {{"latents": torch.randn(8, 64, generator=torch.Generator().manual_seed(ctx.seed)).to(ctx.device)}}
+    latents = torch.randn(8, 64, generator=torch.Generator().manual_seed(ctx.seed))
+    return {{"latents": latents.to(ctx.device, ctx.dtype)}}  # the run's dtype (bfloat16 on a GPU)
 
 
 MINE = Target(name="mine", pipeline_class="UpsamplePipeline", checkpoint="", build_components=build,
