@@ -75,16 +75,8 @@ def _warm_up(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, steps: i
     return None
 
 
-def count_ops(
-    pipe: Any,
-    call_kwargs: CallKwargs,
-    options: GuardOptions,
-    *,
-    steps: int = 3,
-    test_id: str = "",
-    target: str = "",
-    steps_are_calls: bool = False,
-) -> Report:
+def count_ops(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, *, steps: int = 3, test_id: str = "",
+              target: str = "", steps_are_calls: bool = False) -> Report:  # fmt: skip
     """The counting call of `measure` on its own (after the warm-up): on a GPU its ops do not depend on what else runs
     on the machine, so it may be made ahead of the timed calls, while this process would wait (plugin.count_ahead)."""
     steps = max(steps, 2)
