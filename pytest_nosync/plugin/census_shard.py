@@ -1,7 +1,8 @@
 """The census in shards, its pytest side: `--nosync-shard=K/N` collects only the test modules of the K-th shard
 (census.shards packs them), and `--nosync-durations=PATH` reads the durations it packs by; an unsharded census run
 writes its items' durations there (`census merge --durations` writes a sharded run's). Under pytest-xdist the same
-durations order the tester classes longest first, so the long ones do not start last and leave the other workers idle.
+durations order the tester classes longest first, so the long ones do not start last and leave the other workers idle;
+without the option, the last run's durations in pytest's cache do (never a shard plan: every machine has its own).
 
 A shard's report says which shard of which plan and selection it is (`record`), so that `census merge` refuses a
 missing shard, a shard of another plan, selection, checkout or plugin version before merging anything.
@@ -24,6 +25,7 @@ from . import xdist
 from .options import Settings
 
 SKIPPED_DIRS = ("__pycache__", "node_modules")
+CACHE_KEY = "nosync/census_durations"  # in pytest's cache: the census items' seconds of the runs so far
 
 
 class CensusShards:
@@ -40,6 +42,7 @@ class CensusShards:
         self.kept: set[str] | None = None  # the shard's modules, relative to the rootdir; None: every module
         self.ignored: set[str] = set()  # the other shards' modules
         self.recorded: shards.Durations = {}
+        self.ordering: shards.Durations = {}  # what the workers take the classes by: recorded, else the cache's
 
     @property
     def shard(self) -> shards.Shard | None:
@@ -51,6 +54,8 @@ class CensusShards:
         path = self.settings.durations
         try:
             self.recorded = shards.read_durations(path) if path else {}
+            cache = getattr(self.config, "cache", None)
+            self.ordering = self.recorded or (cache.get(CACHE_KEY, {}) if cache is not None else {})
             if self.shard is None:
                 return
             modules = candidate_modules(self.config)
@@ -73,23 +78,28 @@ class CensusShards:
 
     @pytest.hookimpl(trylast=True)  # on the final selection, in every worker alike (one durations file)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        if not self.recorded or not xdist.distributing(self.config):
+        if not self.ordering or not xdist.distributing(self.config):
             return
         classes = {census.tester for item in items if (census := ids.parse(item.nodeid)) is not None}
         if classes:
-            items[:] = xdist.longest_first(items, shards.class_seconds(classes, self.recorded))
+            items[:] = xdist.longest_first(items, shards.class_seconds(classes, self.ordering))
 
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
         return [self.plan.header(self.shard)] if self.plan is not None and self.shard is not None else []
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        path = self.settings.durations
-        # A shard leaves the file as it found it: the next shard of the same plan packs by it (its durations travel in
-        # its report, and `census merge --durations` writes them all).
-        if not path or self.shard is not None or self.role is xdist.Role.WORKER:
+        if self.role is xdist.Role.WORKER:
             return
         measured = {t: s for t, s in self.durations.items() if ids.parse(t) is not None}
         if not measured:  # only the census's items: what the next run's shards are packed by
+            return
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:  # the next run's order where it is given no durations file
+            cache.set(CACHE_KEY, {**cache.get(CACHE_KEY, {}), **measured})
+        path = self.settings.durations
+        # A shard leaves the file as it found it: the next shard of the same plan packs by it (its durations travel in
+        # its report, and `census merge --durations` writes them all).
+        if not path or self.shard is not None:
             return
         try:
             shards.write_durations(path, {**self.recorded, **measured})

@@ -309,9 +309,9 @@ TABLE: tuple[Option, ...] = (
            "family folder kept whole where it fits), packed longest-first by --nosync-durations; `python -m "
            "pytest_nosync census merge` makes the shards' reports one census", shard, ini=False),
     Option("durations", "JSON file of the census items' durations (pytest-split's format: node id → seconds): "
-           "--nosync-shard packs by it, and xdist's workers take the tester classes longest first by it; an "
-           "unsharded census run with it writes its items' durations there (a sharded one's: `census merge "
-           "--durations`)", path=True),
+           "--nosync-shard packs by it, and xdist's workers take the tester classes longest first by it (without "
+           "it, by the last run's in pytest's cache); an unsharded census run with it writes its items' durations "
+           "there (a sharded one's: `census merge --durations`)", path=True),
     Option("graph_workers", "helper processes that trace the suite's graph checks while this one runs its other "
            "checks (auto: one per 4 cores, at most 3, none below 4 cores or for a single graph check; 0: trace them "
            "in this process, e.g. to see what a conftest patched)", workers),

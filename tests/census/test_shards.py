@@ -288,6 +288,32 @@ def test_under_xdist_the_census_classes_are_taken_longest_first_by_the_recorded_
         "SanaPipelineFastTests", "FluxImg2ImgPipelineFastTests", "FluxPipelineFastTests"]  # fmt: skip
 
 
+def test_without_a_durations_file_the_workers_take_the_last_runs_seconds_from_pytests_cache(
+    pytester: pytest.Pytester,
+) -> None:
+    """A census run without --nosync-durations records its items' seconds in pytest's cache, and the next one's
+    workers take the classes longest first by them (a shard's plan never reads the cache: each machine has its own)."""
+    _checkout(pytester)
+    cached = [arg for arg in RUN if arg not in ("-p", "no:cacheprovider")]
+    pytester.runpytest(*cached).assert_outcomes(passed=14)
+    path = pytester.path / ".pytest_cache" / "v" / "nosync" / "census_durations"
+    recorded = json.loads(path.read_text())
+    assert len(recorded) == 14 and all(seconds > 0 for seconds in recorded.values())  # every census item's
+    path.write_text(json.dumps({nodeid: 30.0 if "::LTX" in nodeid else 1.0 for nodeid in recorded}))
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_configure(config):
+            config.option.numprocesses = 2
+        """
+    )
+    recorded_run = pytester.inline_run(*cached, "--collect-only")
+    items = recorded_run.getcalls("pytest_collection_finish")[0].session.items
+    assert items[0].nodeid.startswith("tests/pipelines/ltx/test_ltx.py::LTXPipelineFastTests::")
+
+
 def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
     """Bug twin: diffusers' Bria Fibo family is tested from two folders (bria_fibo, bria_fibo_edit); packed apart, each
     shard took the other folder's class for one no tester names and checked it through a sibling, and the merged census
