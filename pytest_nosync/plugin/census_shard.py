@@ -55,7 +55,7 @@ class CensusShards:
         try:
             self.recorded = shards.read_durations(path) if path else {}
             cache = getattr(self.config, "cache", None)
-            self.ordering = self.recorded or (cache.get(CACHE_KEY, {}) if cache is not None else {})
+            self.ordering = self.recorded or (_cached(cache.get(CACHE_KEY, {})) if cache is not None else {})
             if self.shard is None:
                 return
             modules = candidate_modules(self.config)
@@ -133,6 +133,13 @@ class CensusShards:
                 "plugin": _plugin_version(),
             }
         }
+
+
+def _cached(raw: Any) -> shards.Durations:
+    """The cache's durations, where they are what this plugin wrote (a hand-edited cache orders nothing)."""
+    if not isinstance(raw, dict):
+        return {}
+    return {k: float(v) for k, v in raw.items() if isinstance(k, str) and isinstance(v, (int, float))}
 
 
 def candidate_modules(config: pytest.Config) -> list[str]:

@@ -312,6 +312,11 @@ def test_without_a_durations_file_the_workers_take_the_last_runs_seconds_from_py
     recorded_run = pytester.inline_run(*cached, "--collect-only")
     items = recorded_run.getcalls("pytest_collection_finish")[0].session.items
     assert items[0].nodeid.startswith("tests/pipelines/ltx/test_ltx.py::LTXPipelineFastTests::")
+    path.write_text(json.dumps({"tests/pipelines/ltx/test_ltx.py::LTXPipelineFastTests::nosync[syncs]": "long"}))
+    edited_run = pytester.inline_run(*cached, "--collect-only")  # a cache edited by hand orders nothing
+    assert edited_run.ret == 0
+    first = edited_run.getcalls("pytest_collection_finish")[0].session.items[0]
+    assert first.nodeid.startswith("tests/pipelines/flux/test_flux.py::FluxPipelineFastTests::")  # as collected
 
 
 def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
