@@ -23,7 +23,7 @@ sibling's frames and size in the pipeline's latent space). All seeded: the same 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,8 @@ STEP_INDICES = {"t0": 2, "t1": 1}  # counted back from the sibling's num_inferen
 # HISTORY_STEPS) and 2 judged, in every stage, as each stage restarts its scheduler
 STAGE_STEPS = 6
 COMPRESSION = ("spatial_compression_ratio", "temporal_compression_ratio")  # a video latent space's, as VAEs name them
+# What a call may start from: optional, it turns the call's own path (text to video) into another (video to video)
+STARTS = ("image", "video")
 
 
 def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict[str, Any]:
@@ -64,6 +66,19 @@ def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict
         if value is not None:
             made[name] = value
     return made
+
+
+def fewest_first(pipeline_class: type, made: Sequence[str]) -> list[tuple[str, ...]]:
+    """The sets of generated inputs to try, in turn: without an image or a video to start from that `__call__` marks
+    optional (the call's own path: Helios's pyramid generates text to video; given a video, video to video), then
+    all of them (an image-to-image class that needs its optional image)."""
+    try:
+        parameters = inspect.signature(pipeline_class.__call__).parameters
+    except (TypeError, ValueError):
+        return [tuple(made)]
+    optional = {n for n in STARTS if n in parameters and parameters[n].default is not inspect.Parameter.empty}
+    fewer = tuple(n for n in made if n not in optional)
+    return [fewer, tuple(made)] if fewer and len(fewer) < len(made) else [tuple(made)]
 
 
 def _alternatives(given: Mapping[str, Any], parameters: Mapping[str, inspect.Parameter]) -> set[str]:

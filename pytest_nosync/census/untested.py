@@ -48,7 +48,7 @@ from ..suite.targets.registry import assemble
 from .diffusers_bugs import own_bug
 from .generated_components import generated as generated_components
 from .generated_components import makeable, onnx_components, schedulers_to_replace
-from .generated_inputs import generated, knows
+from .generated_inputs import fewest_first, generated, knows
 from .outcomes import tested_class_name
 from .testers import (
     NotDrivable,
@@ -529,9 +529,12 @@ class UntestedTester(Tester):
             pipe, exc = self._plain_call(components, device, dtype)
             if exc is not None and pipe is not None:  # the inputs the class takes that the sibling does not give
                 given = self.call_kwargs(pipe, CallContext(device, dtype))
-                self.generated = tuple(generated(self.pipeline_class, given, pipe))
-                if self.generated:  # a fresh pipeline: the raise may have left state behind
+                made = tuple(generated(self.pipeline_class, given, pipe))
+                for inputs in fewest_first(self.pipeline_class, made) if made else ():
+                    self.generated = inputs  # a fresh pipeline each: the raise may have left state behind
                     pipe, exc = self._plain_call(self.components(), device, dtype)
+                    if exc is None:
+                        break
             if exc is not None and self._replaceable:  # its own class of scheduler
                 self._replace_schedulers = True
                 pipe, exc = self._plain_call(self.components(), device, dtype)

@@ -354,6 +354,26 @@ def test_an_optional_input_a_class_needs_is_generated_from_the_siblings_its_loop
     assert notes["LoopPipeline"] == ""
 
 
+def test_an_optional_image_or_video_to_start_from_is_given_only_where_the_call_needs_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug twin: a class raising without an input it marks optional got every input the census can make, an image to
+    start from among them, and its checks ran that other path (Helios's pyramid was checked video to video). The
+    inputs it needs are tried first without an optional image or video: its own path is checked, clean here, where the
+    path from an image syncs in every step."""
+    starting = untested_pipelines.StartingLoopPipeline
+    family = _loop_family(untested_pipelines.LoopPipeline, starting)
+    result = _census_with_exports(pytester, monkeypatch, family, "--nosync-report=report.json")
+    result.assert_outcomes(passed=2)
+    doc = json.loads((pytester.path / "report.json").read_text())
+    generated = {t["target"]: t["metrics"].get("generated_inputs") for t in doc["tests"]}
+    assert generated["test_loop::LoopTesterConfig::StartingLoopPipeline"] == ["mask_image"]
+    from pytest_nosync.census.generated_inputs import fewest_first
+
+    assert fewest_first(starting, ["mask_image", "image"]) == [("mask_image",), ("mask_image", "image")]
+    assert fewest_first(starting, ["image"]) == [("image",)]  # the image alone: nothing fewer to try
+
+
 DEPRECATED = "deprecated (diffusers.pipelines.deprecated)"
 
 

@@ -130,6 +130,29 @@ class CleanInpaintLoopPipeline(LoopPipeline):
         return super().__call__(latents, num_inference_steps=num_inference_steps)
 
 
+class StartingLoopPipeline(LoopPipeline):
+    """Needs a mask it marks optional, and may start from an optional image (its other path: image to image, as
+    Helios's pyramid takes a video). Its own path, from noise, stays on the device; the other reads the image's mean
+    on the host in every step. The census generates the mask and checks the call's own path."""
+
+    def __call__(  # type: ignore[override]
+        self,
+        latents: torch.Tensor,
+        num_inference_steps: int = 3,
+        mask_image: PIL.Image.Image | None = None,
+        image: PIL.Image.Image | torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if mask_image is None:
+            raise ValueError("Input is in incorrect format")
+        self.starting = image is not None
+        return super().__call__(latents, num_inference_steps=num_inference_steps)
+
+    def _iteration(self, latents: torch.Tensor, t: torch.Tensor, read_early: bool, fail: bool) -> torch.Tensor:
+        if self.starting:
+            latents = latents * float(latents.mean())  # twin: syncs per step, started from an image
+        return self.scheduler.step(self.transformer(latents), t, latents)
+
+
 class DerivedDenoiser(Denoiser):
     """A model diffusers would derive from the pipeline's denoiser, as a ControlNet from its UNet (`from_unet`)."""
 
