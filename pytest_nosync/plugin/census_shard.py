@@ -95,7 +95,7 @@ class CensusShards:
             return
         cache = getattr(self.config, "cache", None)
         if cache is not None:  # the next run's order where it is given no durations file
-            cache.set(CACHE_KEY, {**cache.get(CACHE_KEY, {}), **measured})
+            cache.set(CACHE_KEY, {**_cached(cache.get(CACHE_KEY, {})), **measured})
         path = self.settings.durations
         # A shard leaves the file as it found it: the next shard of the same plan packs by it (its durations travel in
         # its report, and `census merge --durations` writes them all).

@@ -317,6 +317,9 @@ def test_without_a_durations_file_the_workers_take_the_last_runs_seconds_from_py
     assert edited_run.ret == 0
     first = edited_run.getcalls("pytest_collection_finish")[0].session.items[0]
     assert first.nodeid.startswith("tests/pipelines/flux/test_flux.py::FluxPipelineFastTests::")  # as collected
+    path.write_text(json.dumps(["not", "seconds"]))
+    pytester.runpytest(*cached, "-k", "LTX").assert_outcomes(passed=2)  # and a run writes over it
+    assert len(json.loads(path.read_text())) == 2
 
 
 def test_folders_testing_one_diffusers_family_are_packed_together() -> None:
