@@ -14,7 +14,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -86,27 +86,33 @@ def family(module: str) -> str:
 
 def module_seconds(modules: Iterable[str], durations: Mapping[str, float]) -> tuple[dict[str, float], int]:
     """Each module's recorded seconds (its node ids' sum), the mean for one without any; and how many had none."""
-    wanted = set(modules)
-    recorded: dict[str, float] = {}
-    for nodeid in sorted(durations):
-        module = ids.node_path(ids.plain_nodeid(nodeid))
-        if module in wanted:
-            recorded[module] = recorded.get(module, 0.0) + durations[nodeid]
-    mean = sum(recorded.values()) / len(recorded) if recorded else 1.0
-    return {m: recorded.get(m, mean) for m in sorted(wanted)}, len(wanted) - len(recorded)
+    return _seconds_by(ids.node_path, modules, durations)
 
 
 def class_seconds(classes: Iterable[str], durations: Mapping[str, float]) -> dict[str, float]:
     """Each census tester class's recorded seconds (its items' sum), the mean of the recorded ones for a class without
     any: what a run's workers take longest first (its items land on one worker together, as in a shard)."""
-    wanted = set(classes)
+    return _seconds_by(_tester_of, classes, durations)[0]
+
+
+def _tester_of(nodeid: str) -> str | None:
+    census = ids.parse(nodeid)
+    return census.tester if census is not None else None
+
+
+def _seconds_by(
+    key_of: Callable[[str], str | None], keys: Iterable[str], durations: Mapping[str, float]
+) -> tuple[dict[str, float], int]:
+    """Each of `keys`' recorded seconds (the sum of the node ids `key_of` gives it), the mean of the recorded ones for
+    a key without any; and how many had none."""
+    wanted = set(keys)
     recorded: dict[str, float] = {}
     for nodeid in sorted(durations):
-        census = ids.parse(ids.plain_nodeid(nodeid))
-        if census is not None and census.tester in wanted:
-            recorded[census.tester] = recorded.get(census.tester, 0.0) + durations[nodeid]
+        key = key_of(ids.plain_nodeid(nodeid))
+        if key in wanted:
+            recorded[key] = recorded.get(key, 0.0) + durations[nodeid]
     mean = sum(recorded.values()) / len(recorded) if recorded else 1.0
-    return {c: recorded.get(c, mean) for c in sorted(wanted)}
+    return {k: recorded.get(k, mean) for k in sorted(wanted)}, len(wanted) - len(recorded)
 
 
 @dataclass(frozen=True)
