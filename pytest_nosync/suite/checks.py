@@ -21,7 +21,7 @@ from ..detectors.memory import UNATTRIBUTED
 from ..findings import Kind, Report
 from ..guard_options import GuardOptions
 from ..policy import add_not_checked
-from .guarded_call import error_report, guarded_call
+from .guarded_call import calls_for, error_report, guarded_call
 from .torch_defaults import torch_defaults
 
 CallKwargs = Callable[[int], dict[str, Any]]  # steps → fresh kwargs of a realistic call
@@ -135,7 +135,7 @@ def run_check(
         warm(pipe, call_kwargs, steps)
     except Exception as exc:  # the pipeline itself fails: that is the finding
         return error_report(exc, options, test_id=test_id, check=check, target=target)
-    calls = steps if steps_are_calls else 0
+    calls = calls_for(steps, steps_are_calls)
     report = guarded_call(pipe, lambda: call_kwargs(steps), options, test_id=test_id, check=check, target=target,
                           calls=calls)  # fmt: skip
     if report.steps < steps and not report.of_kind(Kind.ERROR):

@@ -67,6 +67,12 @@ def guarded_call(
     return report
 
 
+def calls_for(steps: int, steps_are_calls: bool) -> int:
+    """guarded_call's `calls` for a call of `steps` steps: a pipeline without a denoising loop is called `steps` times,
+    each call a step; any other once (0)."""
+    return steps if steps_are_calls else 0
+
+
 def attach_trace(report: Report, traced: Report) -> None:
     """The trace of a re-run attached to the first run's report (whose findings stand), saying whether the re-run
     under the profiler failed at the same places."""

@@ -23,7 +23,7 @@ from ..findings import Report
 from ..guard_options import GuardOptions
 from ..run_report import environment
 from .checks import CallKwargs, warm
-from .guarded_call import error_report, guarded_call
+from .guarded_call import calls_for, error_report, guarded_call
 from .torch_defaults import torch_defaults
 
 Repeat = Callable[[Callable[[], None], int], None]  # (one timed call, rounds) → runs it `rounds` times
@@ -84,12 +84,7 @@ def count_ops(pipe: Any, call_kwargs: CallKwargs, options: GuardOptions, *, step
     failed = _warm_up(pipe, call_kwargs, options, steps, names)
     if failed is not None:
         return failed
-    return _counting_call(pipe, latents_only(call_kwargs), options, steps, names, _calls(steps, steps_are_calls))
-
-
-def _calls(steps: int, steps_are_calls: bool) -> int:
-    """guarded_call's `calls`: a pipeline without a denoising loop is called `steps` times, each call a step."""
-    return steps if steps_are_calls else 0
+    return _counting_call(pipe, latents_only(call_kwargs), options, steps, names, calls_for(steps, steps_are_calls))
 
 
 def _counting_call(
@@ -117,7 +112,7 @@ def measure(
     A call that raises, or a guard that could not measure, returns that report instead (it fails)."""
     steps = max(steps, 2)
     names = {"test_id": test_id, "check": "step_metrics", "target": target}
-    calls = _calls(steps, steps_are_calls)
+    calls = calls_for(steps, steps_are_calls)
     failed = _warm_up(pipe, call_kwargs, options, steps, names)
     if failed is not None:
         return failed
