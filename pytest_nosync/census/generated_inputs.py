@@ -71,7 +71,9 @@ def generated(pipeline_class: type, given: Mapping[str, Any], pipe: Any) -> dict
 def fewest_first(pipeline_class: type, made: Sequence[str]) -> list[tuple[str, ...]]:
     """The sets of generated inputs to try, in turn: without an image or a video to start from that `__call__` marks
     optional (the call's own path: Helios's pyramid generates text to video; given a video, video to video), then
-    all of them (an image-to-image class that needs its optional image)."""
+    all of them (an image-to-image class that needs its optional image); none where nothing was generated."""
+    if not made:
+        return []
     try:
         parameters = inspect.signature(pipeline_class.__call__).parameters
     except (TypeError, ValueError):

@@ -530,7 +530,7 @@ class UntestedTester(Tester):
             if exc is not None and pipe is not None:  # the inputs the class takes that the sibling does not give
                 given = self.call_kwargs(pipe, CallContext(device, dtype))
                 made = tuple(generated(self.pipeline_class, given, pipe))
-                for inputs in fewest_first(self.pipeline_class, made) if made else ():
+                for inputs in fewest_first(self.pipeline_class, made):
                     self.generated = inputs  # a fresh pipeline each: the raise may have left state behind
                     pipe, exc = self._plain_call(self.components(), device, dtype)
                     if exc is None:

@@ -372,6 +372,7 @@ def test_an_optional_image_or_video_to_start_from_is_given_only_where_the_call_n
 
     assert fewest_first(starting, ["mask_image", "image"]) == [("mask_image",), ("mask_image", "image")]
     assert fewest_first(starting, ["image"]) == [("image",)]  # the image alone: nothing fewer to try
+    assert fewest_first(starting, []) == []  # nothing generated: nothing to try
 
 
 DEPRECATED = "deprecated (diffusers.pipelines.deprecated)"
