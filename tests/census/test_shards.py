@@ -251,6 +251,28 @@ def test_a_runs_classes_cost_their_recorded_seconds_and_the_mean_where_none_is_r
     assert shards.class_seconds(["a/test_1.py::A"], {}) == {"a/test_1.py::A": 1.0}  # nothing recorded: all alike
 
 
+def _as_an_xdist_worker(pytester: pytest.Pytester) -> None:
+    """The runs collect as an xdist worker does: -n asked for, the workers not started (set once xdist has
+    configured, and before the collection orders the items)."""
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_configure(config):
+            config.option.numprocesses = 2
+        """
+    )
+
+
+def _run_order(pytester: pytest.Pytester, *args: str) -> list[str]:
+    """The tester classes a collection would run, in its order."""
+    recorded = pytester.inline_run(*args, "--collect-only")
+    assert recorded.ret == 0
+    items = recorded.getcalls("pytest_collection_finish")[0].session.items  # as they will run
+    return list(dict.fromkeys(item.nodeid.split("::")[1] for item in items))
+
+
 def test_under_xdist_the_census_classes_are_taken_longest_first_by_the_recorded_durations(
     pytester: pytest.Pytester,
 ) -> None:
@@ -264,26 +286,11 @@ def test_under_xdist_the_census_classes_are_taken_longest_first_by_the_recorded_
     durations = {f"{m}::{c}::nosync[syncs]": seconds[c] for m, cs in CHECKOUT.items() for c in cs if c in seconds}
     (pytester.path / "durations.json").write_text(json.dumps(durations))
 
-    def classes(*options: str) -> list[str]:
-        recorded = pytester.inline_run(*RUN, *options, "--collect-only")
-        items = recorded.getcalls("pytest_collection_finish")[0].session.items  # as they will run
-        return list(dict.fromkeys(item.nodeid.split("::")[1] for item in items))
-
-    collected = classes()
-    assert classes("--nosync-durations=durations.json") == collected  # one process: no one waits on another
-    # as an xdist worker collects: -n asked for, the workers not started (once xdist has configured, and before the
-    # collection orders the items)
-    pytester.makeconftest(
-        """
-        import pytest
-
-        @pytest.hookimpl(trylast=True)
-        def pytest_configure(config):
-            config.option.numprocesses = 2
-        """
-    )
-    assert classes() == collected  # no durations: as collected
-    assert classes("--nosync-durations=durations.json") == [
+    collected = _run_order(pytester, *RUN)
+    assert _run_order(pytester, *RUN, "--nosync-durations=durations.json") == collected  # one process: none waits
+    _as_an_xdist_worker(pytester)
+    assert _run_order(pytester, *RUN) == collected  # no durations: as collected
+    assert _run_order(pytester, *RUN, "--nosync-durations=durations.json") == [
         "LTXPipelineFastTests", "FluxInpaintPipelineFastTests", "WanPipelineFastTests", "WanVACEPipelineFastTests",
         "SanaPipelineFastTests", "FluxImg2ImgPipelineFastTests", "FluxPipelineFastTests"]  # fmt: skip
 
@@ -292,7 +299,7 @@ def test_without_a_durations_file_the_workers_take_the_last_runs_seconds_from_py
     pytester: pytest.Pytester,
 ) -> None:
     """A census run without --nosync-durations records its items' seconds in pytest's cache, and the next one's
-    workers take the classes longest first by them (a shard's plan never reads the cache: each machine has its own)."""
+    workers take the classes longest first by them; a shard's plan never reads the cache (each machine has its own)."""
     _checkout(pytester)
     cached = [arg for arg in RUN if arg not in ("-p", "no:cacheprovider")]
     pytester.runpytest(*cached).assert_outcomes(passed=14)
@@ -300,23 +307,12 @@ def test_without_a_durations_file_the_workers_take_the_last_runs_seconds_from_py
     recorded = json.loads(path.read_text())
     assert len(recorded) == 14 and all(seconds > 0 for seconds in recorded.values())  # every census item's
     path.write_text(json.dumps({nodeid: 30.0 if "::LTX" in nodeid else 1.0 for nodeid in recorded}))
-    pytester.makeconftest(
-        """
-        import pytest
-
-        @pytest.hookimpl(trylast=True)
-        def pytest_configure(config):
-            config.option.numprocesses = 2
-        """
-    )
-    recorded_run = pytester.inline_run(*cached, "--collect-only")
-    items = recorded_run.getcalls("pytest_collection_finish")[0].session.items
-    assert items[0].nodeid.startswith("tests/pipelines/ltx/test_ltx.py::LTXPipelineFastTests::")
+    _as_an_xdist_worker(pytester)
+    assert _run_order(pytester, *cached)[0] == "LTXPipelineFastTests"
+    sharded = pytester.runpytest(*cached, "--nosync-shard=1/3", "--collect-only")
+    sharded.stdout.fnmatch_lines(["*6 module(s) without one counted at the mean*"])  # the cache packed nothing
     path.write_text(json.dumps({"tests/pipelines/ltx/test_ltx.py::LTXPipelineFastTests::nosync[syncs]": "long"}))
-    edited_run = pytester.inline_run(*cached, "--collect-only")  # a cache edited by hand orders nothing
-    assert edited_run.ret == 0
-    first = edited_run.getcalls("pytest_collection_finish")[0].session.items[0]
-    assert first.nodeid.startswith("tests/pipelines/flux/test_flux.py::FluxPipelineFastTests::")  # as collected
+    assert _run_order(pytester, *cached)[0] == "FluxPipelineFastTests"  # a cache edited by hand orders nothing
     path.write_text(json.dumps(["not", "seconds"]))
     pytester.runpytest(*cached, "-k", "LTX").assert_outcomes(passed=2)  # and a run writes over it
     assert len(json.loads(path.read_text())) == 2
