@@ -86,7 +86,7 @@ def fewest_first(pipeline_class: type, made: Sequence[str]) -> list[tuple[str, .
 def _alternatives(given: Mapping[str, Any], parameters: Mapping[str, inspect.Parameter]) -> set[str]:
     """The names left out as the alternative of another (a class taking an image or a video to start from gets
     one): the image where the sibling gives a frame count or a video, the video where it does not."""
-    if not {"image", "video"} <= set(parameters):
+    if not set(STARTS) <= set(parameters):
         return set()
     return {"image"} if "num_frames" in given or "video" in given else {"video"}
 
