@@ -16,6 +16,7 @@ nothing else in the package splits an id string (tests/unit/test_ids.py holds it
   census items are `<module path>::<Sibling>::<PipelineClass>::nosync[<check>]` and its reports' target
   `<module stem>::<Sibling>::<PipelineClass>` (`untested_tester`, `untested_target`, `parse_untested` →
   `UntestedId`). diffusers' tester classes are never nested, so a tester id of three parts is always one of these.
+- **a shard** — `K/N`, the K-th of N shards of a census (`--nosync-shard`; `Shard`, `parse_shard`).
 - **a coverage key** — `<tester>::<column>`: a check of a tester, as the coverage's reasons name it (`CoverageKey`,
   `coverage_key`, `parse_coverage_key`).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from .checks import CHECKS
@@ -37,6 +39,7 @@ PART = "::"  # between a node id's file and its classes and function; between a 
 SCENARIO = "-"  # between a check (or a target) and its scenario, in a column and in a parameter id
 PREFIX = "nosync"  # a census item's name: nosync[<check>] or nosync[<check>-<scenario>]
 UNTESTED = "untested"  # the keyword of an untested class's checks (`-k untested`; their ids cannot be given as is)
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _CENSUS = re.compile(r"^(?P<tester>.+)::nosync\[(?P<check>[A-Za-z_]+)(?:-(?P<scenario>[A-Za-z0-9_]+))?\](?:@.*)?$")
 
 
@@ -238,3 +241,25 @@ def coverage_key(tester: str, column: str) -> str:
 def parse_coverage_key(key: str) -> CoverageKey:
     tester, _, column = key.rpartition(PART)
     return CoverageKey(tester, column)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """The `index`-th (from 1) of `count` shards."""
+
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(raw: object) -> Shard:
+    """`K/N` with 1 <= K <= N."""
+    match = _SHARD.match(str(raw))
+    if match is None:
+        raise ValueError(f"must be K/N (the K-th of N shards, e.g. 2/8), got {raw!r}")
+    index, count = int(match[1]), int(match[2])
+    if count < 1 or not 1 <= index <= count:
+        raise ValueError(f"must be K/N with 1 <= K <= N, got {raw!r}")
+    return Shard(index, count)

@@ -13,41 +13,18 @@ import hashlib
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from .. import ids
+from ..ids import Shard
 
 Durations = dict[str, float]  # node id → seconds, pytest-split's `.test_durations`
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 class ShardError(ValueError):
     """A shard, a durations file or a plan that cannot be used; the message says why, one sentence."""
-
-
-@dataclass(frozen=True)
-class Shard:
-    """The `index`-th (from 1) of `count` shards."""
-
-    index: int
-    count: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-
-def parse_shard(raw: object) -> Shard:
-    """`K/N` with 1 <= K <= N."""
-    match = _SHARD.match(str(raw))
-    if match is None:
-        raise ValueError(f"must be K/N (the K-th of N shards, e.g. 2/8), got {raw!r}")
-    index, count = int(match[1]), int(match[2])
-    if count < 1 or not 1 <= index <= count:
-        raise ValueError(f"must be K/N with 1 <= K <= N, got {raw!r}")
-    return Shard(index, count)
 
 
 def read_durations(path: str) -> Durations:
