@@ -25,6 +25,7 @@ from .cli_errors import unreadable as _unreadable
 from .cli_errors import write as _write
 from .cli_errors import write_json as _write_json
 from .compare import NothingInCommon, compare, render
+from .option_table import reference_markdown
 from .profiling.config import NAMES as BUDGET_NAMES
 from .profiling.diagnose import diagnose
 from .profiling.render import render_diagnosis
@@ -111,9 +112,6 @@ def main(
         if args.command == "census":
             return OUTPUTS[args.census_command].run(args)
         if args.command == "options":
-            # pytest, a third of a second of imports (the option table is the plugin's): only `options` pays it.
-            from .plugin.options import reference_markdown
-
             print(reference_markdown(), end="")
             return 0
         if args.command == "diagnose":

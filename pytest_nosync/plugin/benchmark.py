@@ -17,8 +17,8 @@ import pytest
 from .. import step_cost
 from ..findings import Report
 from ..guard_options import GuardOptions
+from ..option_table import Settings
 from ..policy import add_not_checked, judge
-from .options import Settings
 
 EXTRA_KEY = "nosync"  # benchmark.extra_info[EXTRA_KEY]: the numbers of pytest_nosync.step_cost.combine
 

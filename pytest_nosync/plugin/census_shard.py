@@ -21,8 +21,8 @@ import pytest
 from .. import ids
 from ..census import shards
 from ..census.changes import ChangesError, resolve
+from ..option_table import Settings
 from . import xdist
-from .options import Settings
 
 SKIPPED_DIRS = ("__pycache__", "node_modules")
 CACHE_KEY = "nosync/census_durations"  # in pytest's cache: the census items' seconds of the runs so far

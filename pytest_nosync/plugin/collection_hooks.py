@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ..option_table import OptionError
 from . import options as table
 from . import suite_collection, xdist
 from .session import NosyncSession
@@ -38,7 +39,7 @@ class CollectionHooks:
         if "scenarios" in marker.kwargs:  # a marked test of the user's own pipeline names its scenarios: they win
             try:
                 scenarios = table.parse_marker((), {"scenarios": marker.kwargs["scenarios"]})["scenarios"]
-            except table.OptionError:
+            except OptionError:
                 return  # a usage error naming the test once collection ends (plugin's pytest_collection_modifyitems)
             session.scenario_tests["marker"].add(metafunc.definition.nodeid)
         elif session.settings.scenarios:  # --nosync-scenarios covers a marked test's pipeline as the marker's list does

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 
     from ..findings import Report
     from ..guard_options import GuardOptions
+    from ..option_table import Settings
     from ..scenarios import Scenario
     from ..suite.targets.base import CallContext, Target
-    from .options import Settings
 
 
 class RunOptions(Protocol):

@@ -24,10 +24,10 @@ import pytest
 from .. import baseline, ids, render, run_report
 from ..findings import Report
 from ..guard_options import GuardOptions
+from ..option_table import Settings
 from ..profiling import export
 from ..scenarios import PLAIN, SCENARIOS
 from . import options as table
-from .options import Settings
 from .suite_run import SuiteRun
 
 if TYPE_CHECKING:

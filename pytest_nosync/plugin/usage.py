@@ -12,10 +12,10 @@ import pytest
 
 from .. import baseline, ids, run_report
 from ..checks import lookup
+from ..option_table import Settings
 from ..profiling import export
 from ..scenarios import SCENARIOS
 from ..suite import SHIPPED_BASELINE, SUITE_DIR
-from .options import Settings
 from .xdist import BASELINE_KEY
 
 

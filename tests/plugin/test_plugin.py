@@ -383,6 +383,7 @@ OFF_MODULES = {
     "pytest_nosync",
     "pytest_nosync.plugin",
     "pytest_nosync.plugin.options",
+    "pytest_nosync.option_table",
     "pytest_nosync.checks",
     "pytest_nosync.findings",
     "pytest_nosync.profiling",

@@ -337,8 +337,8 @@ def test_a_worker_that_cannot_run_the_controllers_backend_is_a_usage_error_not_a
     """Bug twin: a worker pinned to a GPU its driver does not know (an MPS daemon's renumbering) resolved `auto` for
     itself and emulated, under a controller's header saying cuda. It takes the controller's backend now."""
     from pytest_nosync import devices
+    from pytest_nosync.option_table import Settings
     from pytest_nosync.plugin import usage
-    from pytest_nosync.plugin.options import Settings
 
     monkeypatch.setattr(devices, "_cuda_is_available", lambda: False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2")

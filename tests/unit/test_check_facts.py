@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_nosync.plugin.options import Settings
+from pytest_nosync.option_table import Settings
 from pytest_nosync.plugin.usage import check_pipeline_checks
 from pytest_nosync.suite.checks import plan
 

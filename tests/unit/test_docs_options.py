@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_nosync.plugin.options import TABLE, reference_markdown
+from pytest_nosync.option_table import TABLE, reference_markdown
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "options.md"
 

@@ -34,6 +34,7 @@ AREAS = (
             "devices",
             "step_cost",
             "cli_errors",
+            "option_table",
             "census",
         ),
     ),

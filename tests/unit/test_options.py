@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_nosync.guard_options import GuardOptions
-from pytest_nosync.plugin.options import TABLE, OptionError, Settings, parse_marker, resolve
+from pytest_nosync.option_table import TABLE, OptionError, Settings
+from pytest_nosync.plugin.options import parse_marker, resolve
 from pytest_nosync.policy import AllowEntry
 from pytest_nosync.profiling.config import TraceBudgets
 
