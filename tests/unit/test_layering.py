@@ -134,6 +134,13 @@ def test_detectors_know_the_guard_only_through_the_step_context() -> None:
     assert not {i for i in used if area(i) in ("guard", "suite", "plugin")}, used
 
 
+def test_the_command_line_imports_nothing_of_pytests_side() -> None:
+    """`python -m pytest_nosync` reads reports, traces and the option table; it printed the options page from
+    plugin/options, and so stood above all of pytest's side. The table is data of its own now (option_table)."""
+    through = {(m, imported) for m, imported, _ in EDGES if m in ("cli", "cli_profile") and area(imported) == "plugin"}
+    assert not through, through
+
+
 def _runtime_edges() -> dict[str, set[str]]:
     """module → the package modules it imports at run time (function-level imports included; `if TYPE_CHECKING:`
     blocks left out, as they never run)."""
