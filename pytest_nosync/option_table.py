@@ -33,8 +33,8 @@ from .profiling.config import NAMES as BUDGET_NAMES
 if TYPE_CHECKING:
     from .step_cost import Tolerance
 
-# What this module imports is all the plugin loads in a run without --nosync (the table registers the options and
-# the marker's help): light modules only. A parser that needs more imports it when it parses.
+# The plugin reads this table in every run, with --nosync or without (its rows register the options and the marker's
+# help): it imports light modules only. A parser that needs more imports it when it parses.
 
 
 class OptionError(ValueError):
@@ -328,7 +328,7 @@ MARKER_ROWS = {o.name: o for o in TABLE if o.marker}
 @dataclass(frozen=True)
 class Settings:
     """The run's choices, read once. `guard_cli`/`guard_ini`: the per-test options given on the command line and in
-    the ini file, resolved against each test's marker by `guard_options`."""
+    the ini file, resolved against each test's marker by `plugin.options.resolve`."""
 
     enabled: bool = False
     backend: str = "auto"

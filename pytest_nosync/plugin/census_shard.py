@@ -45,7 +45,7 @@ class CensusShards:
         self.ordering: shards.Durations = {}  # what the workers take the classes by: recorded, else the cache's
 
     @property
-    def shard(self) -> shards.Shard | None:
+    def shard(self) -> ids.Shard | None:
         return self.settings.shard
 
     # Before collection, on every process of the run (an xdist controller says the usage error; its workers plan the

@@ -21,8 +21,8 @@ from ..profiling.config import DEFAULT_DIR, ProfilerOptions, TraceBudgets, Trace
 if TYPE_CHECKING:
     from ..guard_options import GuardOptions
 
-# What this module imports is all the plugin loads in a run without --nosync (the table registers the options and
-# the marker's help): light modules only.
+# What this module and the option table import is all the plugin loads in a run without --nosync (the options and
+# the marker's help registered): light modules only.
 
 MISSING: Any = object()
 
