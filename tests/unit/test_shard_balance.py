@@ -29,3 +29,5 @@ def test_a_class_slower_only_elsewhere_unbalances_the_shards_it_lands_in() -> No
     assert shard_balance.spread(elsewhere, elsewhere, 2) < 10 / 8  # packed by its own seconds: a alone
     rows = shard_balance.table(recorded, elsewhere, [2])
     assert rows[-1] == "| 2 | 1.250 | 1.000 |"
+    uneven = _durations({"a": 5.0, "b": 3.0, "c": 3.0, "d": 2.0})  # packed by its own: a+d = 7 against b+c = 6
+    assert shard_balance.table(recorded, uneven, [2])[-1] == "| 2 | 1.077 | 1.077 |"  # its own, not the first's
