@@ -49,22 +49,34 @@ def run(root: Path, *args: str, first_on_path: Iterable[Path] = (), unset: Itera
 def once(
     factory: pytest.TempPathFactory, name: str, start: Callable[[Path], SharedSession], cache_home: Path
 ) -> SharedSession:
-    """The session `start` runs in the directory it is given, once per test run: xdist hands a module's tests to
-    either worker, and a module-scoped fixture would run it in each. The first worker to need it runs it (the other
-    waits on its lock) and leaves its outcome for the other to read. `cache_home`: where the run keeps the hub
-    stand-ins (tests/conftest.py's `shared_cache_home`), as for pytester's sessions."""
+    """The session `start` runs in the directory it is given, once per test run (`made_once`). `cache_home`: where
+    the run keeps the hub stand-ins (tests/conftest.py's `shared_cache_home`), as for pytester's sessions."""
+
+    def make(root: Path) -> None:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("XDG_CACHE_HOME", str(cache_home))
+            result = start(root).result
+        outcome = {"ret": int(result.ret), "out": result.outlines, "err": result.errlines}
+        (root / "outcome.json").write_text(json.dumps(outcome))
+
+    root = made_once(factory, name, make)
+    outcome = json.loads((root / "outcome.json").read_text())
+    return SharedSession(pytest.RunResult(outcome["ret"], outcome["out"], outcome["err"], 0.0), root)
+
+
+def made_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A directory `make` fills once per test run: xdist hands a module's tests to either worker, and a module-scoped
+    fixture would make it in each. The first worker to need it makes it (the other waits on its lock) and leaves it
+    for the other to read."""
     run_dir = factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         run_dir = run_dir.parent  # the run's, above each worker's own
     root = run_dir / f"shared-{name}"
     with FileLock(f"{root}.lock"):
-        saved = root / "outcome.json"
-        if not saved.exists():
-            shutil.rmtree(root, ignore_errors=True)  # what a start that raised left behind
+        done = root / ".made"
+        if not done.exists():
+            shutil.rmtree(root, ignore_errors=True)  # what a make that raised left behind
             root.mkdir()
-            with pytest.MonkeyPatch.context() as env:
-                env.setenv("XDG_CACHE_HOME", str(cache_home))
-                result = start(root).result
-            saved.write_text(json.dumps({"ret": int(result.ret), "out": result.outlines, "err": result.errlines}))
-        outcome = json.loads(saved.read_text())
-    return SharedSession(pytest.RunResult(outcome["ret"], outcome["out"], outcome["err"], 0.0), root)
+            make(root)
+            done.touch()
+    return root

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from pytest_nosync import cli
+from tests.shared_session import made_once
 
 from .test_shards import CHECKOUT, TESTER
 
@@ -44,8 +45,12 @@ def _shards(repo: Path, count: int, into: Path, **nosync: str) -> None:
 @pytest.fixture(scope="module")
 def census(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fake checkout (Sana's tester reads a value of the device in its steps), its unsharded census (whole.json,
-    durations.json) and its census in 3 shards (shards/), merged (merged/: the step's exit status in status)."""
-    top = tmp_path_factory.mktemp("matrix")
+    durations.json) and its census in 3 shards (shards/), merged (merged/: the step's exit status in status): made
+    once per test run, whichever xdist worker its tests went to."""
+    return made_once(tmp_path_factory, "ci-matrix", _census)
+
+
+def _census(top: Path) -> None:
     repo = top / "repo"
     for module, classes in CHECKOUT.items():
         path = repo / module
@@ -64,7 +69,6 @@ def census(tmp_path_factory: pytest.TempPathFactory) -> Path:
                      NOSYNC_DURATIONS=str(top / "durations.json"),
                      GITHUB_STEP_SUMMARY=str(top / "step-summary.md"))  # fmt: skip
     (top / "merged" / "status").write_text(f"{merged.returncode}\n{merged.stdout}{merged.stderr}")
-    return top
 
 
 def _table(report: Path, capsys: pytest.CaptureFixture) -> str:
