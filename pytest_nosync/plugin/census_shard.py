@@ -42,6 +42,7 @@ class CensusShards:
         self.kept: set[str] | None = None  # the shard's modules, relative to the rootdir; None: every module
         self.ignored: set[str] = set()  # the other shards' modules
         self.recorded: shards.Durations = {}
+        self.cached: shards.Durations = {}  # pytest's cache's, as the run starts (this plugin's earlier runs')
         self.ordering: shards.Durations = {}  # what the workers take the classes by: recorded, else the cache's
 
     @property
@@ -55,7 +56,8 @@ class CensusShards:
         try:
             self.recorded = shards.read_durations(path) if path else {}
             cache = getattr(self.config, "cache", None)
-            self.ordering = self.recorded or (_cached(cache.get(CACHE_KEY, {})) if cache is not None else {})
+            self.cached = _cached(cache.get(CACHE_KEY, {})) if cache is not None else {}
+            self.ordering = self.recorded or self.cached
             if self.shard is None:
                 return
             modules = candidate_modules(self.config)
@@ -95,7 +97,7 @@ class CensusShards:
             return
         cache = getattr(self.config, "cache", None)
         if cache is not None:  # the next run's order where it is given no durations file
-            cache.set(CACHE_KEY, {**_cached(cache.get(CACHE_KEY, {})), **measured})
+            cache.set(CACHE_KEY, {**self.cached, **measured})
         path = self.settings.durations
         # A shard leaves the file as it found it: the next shard of the same plan packs by it (its durations travel in
         # its report, and `census merge --durations` writes them all).
