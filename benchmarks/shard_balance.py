@@ -15,16 +15,21 @@ import argparse
 import statistics
 from collections.abc import Iterable, Mapping
 
+from pytest_nosync import ids
 from pytest_nosync.census import shards
 
 
 def spread(packed_by: Mapping[str, float], timed_by: Mapping[str, float], count: int) -> float:
     """The slowest of `count` shards packed by `packed_by`, timed by `timed_by`, over their mean."""
-    modules = sorted({node.split("::")[0] for node in packed_by} & {node.split("::")[0] for node in timed_by})
+    modules = sorted(_modules(packed_by) & _modules(timed_by))
     plan = shards.pack(modules, packed_by, count)
     seconds, _ = shards.module_seconds(modules, timed_by)
     loads = [sum(seconds[m] for m in shard) for shard in plan.shards]
     return max(loads) / statistics.mean(loads)
+
+
+def _modules(durations: Mapping[str, float]) -> set[str]:
+    return {ids.node_path(ids.plain_nodeid(node)) for node in durations}
 
 
 def table(packed_by: Mapping[str, float], timed_by: Mapping[str, float], counts: Iterable[int]) -> list[str]:
