@@ -7,6 +7,7 @@ is entered); `execution_device` is where a pipeline goes under that backend.
 from __future__ import annotations
 
 import gc
+import platform
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -17,6 +18,7 @@ from . import emulation
 from .checks import Placement, placement
 from .emulation import cuda_map, tensor
 from .findings import BACKENDS
+from .run_report import diffusers_location, diffusers_version
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
 
@@ -45,6 +47,28 @@ def plain_device() -> torch.device:
 def plain_dtype() -> torch.dtype:
     """The dtype a test runs in without checking: bfloat16 where a GPU is visible, else float32."""
     return torch.bfloat16 if cuda_available() else torch.float32
+
+
+def environment(backend: str = "", dtype: str = "") -> dict[str, Any]:
+    """What a reader needs to reproduce a run: versions, device, backend, and the dtype its pipelines ran in."""
+    diffusers = diffusers_version()
+    device = None
+    if cuda_available():
+        try:
+            device = torch.cuda.get_device_name()
+        except Exception:
+            device = "cuda (name unavailable)"
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "torch": str(torch.__version__),  # a str subclass that xdist's transport (execnet) cannot send
+        "cuda": torch.version.cuda,
+        "diffusers": diffusers,
+        "diffusers_path": diffusers_location(),
+        "device": device or "cpu",
+        "backend": backend,
+        **({"dtype": dtype} if dtype else {}),
+    }
 
 
 def resolve(name: str, syncs: bool = True) -> str:

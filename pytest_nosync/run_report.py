@@ -1,4 +1,5 @@
-"""One JSON document per run: the environment and every finding of every test."""
+"""One JSON document per run: the environment (devices.environment) and every finding of every test; and which
+diffusers is under test, read without importing it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import importlib.metadata
 import importlib.util
 import json
 import os
-import platform
 import re
 import sys
 import zlib
@@ -58,33 +58,6 @@ def diffusers_version() -> str | None:
         return importlib.metadata.version("diffusers")
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def environment(backend: str = "", dtype: str = "") -> dict[str, Any]:
-    """What a reader needs to reproduce a run: versions, device, backend, and the dtype its pipelines ran in."""
-    # torch, and devices with it: the plugin and the command line import this module, checking or not
-    import torch
-
-    from . import devices  # imports torch, as above
-
-    diffusers = diffusers_version()
-    device = None
-    if devices.cuda_available():
-        try:
-            device = torch.cuda.get_device_name()
-        except Exception:
-            device = "cuda (name unavailable)"
-    return {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "torch": str(torch.__version__),  # a str subclass that xdist's transport (execnet) cannot send
-        "cuda": torch.version.cuda,
-        "diffusers": diffusers,
-        "diffusers_path": diffusers_location(),
-        "device": device or "cpu",
-        "backend": backend,
-        **({"dtype": dtype} if dtype else {}),
-    }
 
 
 def check_writable(path: str, example: str = "nosync-report.json") -> None:

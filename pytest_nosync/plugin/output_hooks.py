@@ -33,7 +33,7 @@ class OutputHooks:
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         run = self.session
-        env = run_report.environment(run.settings.backend, run.dtype)
+        env = _environment(run)
         options = table.resolve(run.settings, {})
         trace = "nsys" if run.settings.trace.nsys else run.settings.trace.mode
         lines = [
@@ -131,7 +131,7 @@ class OutputHooks:
         if census is not None and (census.outcomes or census.import_failures):
             extra["census"] = census.to_dict()
         extra.update(run.shards.record() if run.shards is not None else {})
-        doc = run_report.document(run.reports, run_report.environment(run.settings.backend, run.dtype), extra)
+        doc = run_report.document(run.reports, _environment(run), extra)
         run_report.write(run.settings.report, doc)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -158,3 +158,9 @@ class OutputHooks:
             )
         for sentence in run.unwritten:
             write(sentence, red=True)
+
+
+def _environment(run: NosyncSession) -> dict[str, Any]:
+    from .. import devices  # imports torch: after option checks
+
+    return devices.environment(run.settings.backend, run.dtype)

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from .. import source_identity, step_cost
+from ..devices import environment
 from ..findings import Report
 from ..guard_options import GuardOptions
-from ..run_report import environment
 from .checks import CallKwargs, warm
 from .guarded_call import calls_for, error_report, guarded_call
 from .torch_defaults import torch_defaults

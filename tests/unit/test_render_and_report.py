@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import nosync_guard, run_report
+from pytest_nosync import devices, nosync_guard, run_report
 from pytest_nosync.findings import Finding, Frame, Phase, Report, merge
 from pytest_nosync.policy import Policy, judge
 from pytest_nosync.render import github_annotations, render_report
@@ -84,7 +84,7 @@ def test_environment_travels_between_xdist_processes() -> None:
     """A worker sends its reports (step metrics carry the environment) through execnet, which refuses str subclasses
     such as torch's TorchVersion: the run stopped with an INTERNALERROR under -n."""
     execnet = pytest.importorskip("execnet", reason="execnet comes with pytest-xdist")
-    env = run_report.environment("emulate")
+    env = devices.environment("emulate")
     assert execnet.loads(execnet.dumps(env)) == env
 
 
@@ -92,7 +92,7 @@ def test_json_document_round_trips(tmp_path) -> None:
     report = _report(str(tmp_path))
     path = tmp_path / "out" / "report.json"
     run_report.check_writable(str(path))
-    run_report.write(str(path), run_report.document([report], run_report.environment("cuda")))
+    run_report.write(str(path), run_report.document([report], devices.environment("cuda")))
     doc = json.loads(path.read_text())
     assert doc["schema"] == "pytest-nosync/1"
     assert set(doc["environment"]) >= {"torch", "cuda", "diffusers", "device", "backend", "python"}
@@ -126,7 +126,7 @@ def test_the_diffusers_under_test_is_the_one_found_first_with_its_own_version(tm
     assert run_report.diffusers_version() == "0.99.0.dev0"
     assert run_report.diffusers_location() == str(checkout)
     assert "diffusers" not in sys.modules
-    env = run_report.environment("emulate")
+    env = devices.environment("emulate")
     assert (env["diffusers"], env["diffusers_path"]) == ("0.99.0.dev0", str(checkout))
 
 
@@ -136,7 +136,7 @@ def test_a_report_named_gz_is_written_compressed_and_read_back(tmp_path) -> None
 
     report = _report(str(tmp_path))
     path = tmp_path / "report.json.gz"
-    run_report.write(str(path), run_report.document([report], run_report.environment("cuda")))
+    run_report.write(str(path), run_report.document([report], devices.environment("cuda")))
     assert json.loads(gzip.decompress(path.read_bytes()))["schema"] == "pytest-nosync/1"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("report")] == ["report.json.gz"]  # no leftover
     _, reports = run_report.read(str(path))
