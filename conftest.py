@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync import devices, emulation
+from pytest_nosync import emulation
+from pytest_nosync.detection import devices
 
 # Installed, the emulation is torch's current accelerator for the rest of the process (pin_memory() pins for it and
 # fails): on a CUDA machine it would change what the CUDA tests run. There the emulated tests run last and the

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 

@@ -40,7 +40,7 @@ from pytest_nosync import nosync_guard
 from pytest_nosync.profiling.config import TraceConfig
 
 try:
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
     from pytest_nosync.suite.targets.base import CallContext
     from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 except ImportError:  # the first release's layout: the same script measures it side by side (docs/validation.md)

@@ -18,10 +18,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .devices import execution_device
+    from .detection.devices import execution_device
+    from .detection.guard import Guard, nosync_guard
+    from .detection.guard_options import GuardOptions
     from .findings import Finding, Frame, Report
-    from .guard import Guard, nosync_guard
-    from .guard_options import GuardOptions
     from .policy import AllowEntry, Policy
     from .render import render_report
     from .suite.scenarios import NotApplicable, apply_scenario
@@ -30,14 +30,14 @@ _HOMES = {
     "AllowEntry": "policy",
     "Finding": "findings",
     "Frame": "findings",
-    "Guard": "guard",
-    "GuardOptions": "guard_options",
+    "Guard": "detection.guard",
+    "GuardOptions": "detection.guard_options",
     "NotApplicable": "suite.scenarios",
     "Policy": "policy",
     "Report": "findings",
     "apply_scenario": "suite.scenarios",
-    "execution_device": "devices",
-    "nosync_guard": "guard",
+    "execution_device": "detection.devices",
+    "nosync_guard": "detection.guard",
     "render_report": "render",
 }
 __all__ = [

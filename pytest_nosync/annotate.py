@@ -35,7 +35,7 @@ from .patching import Patches, WrappedBar
 
 class Guard(Protocol):
     """What the annotations call on the guard that owns them (guard.Guard): its steps, regions and denoising loops.
-    A protocol, so that this module needs nothing of guard.py, which imports it."""
+    A protocol, so that this module needs nothing of detection/guard.py, which imports it."""
 
     pipeline: Any
 

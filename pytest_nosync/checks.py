@@ -6,9 +6,9 @@ default budget, whether the suite runs it per target, and how the suite runs it 
 call needs, how long its warm-up lasts, whether it needs a GPU). Every list and rule about checks is derived from
 CHECKS: no code asks for a check by its name.
 
-Adding a check: one detector module (pytest_nosync/detectors/<module>.py with `detectors(options) -> list[Detector]`)
-and one entry here. Plain data: importing this module imports nothing heavy (the plugin reads it when it registers
-its options).
+Adding a check: one detector module (pytest_nosync/detection/detectors/<module>.py with `detectors(options) ->
+list[Detector]`) and one entry here. Plain data: importing this module imports nothing heavy (the plugin reads it when
+it registers its options).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class Placement(str, Enum):
 class Check:
     name: str
     help: str
-    detector: str  # module of pytest_nosync.detectors with `detectors(options) -> list[Detector]`
+    detector: str  # module of pytest_nosync.detection.detectors with `detectors(options) -> list[Detector]`
     kinds: frozenset[Kind]  # what its findings are (besides `error`, which any check may report)
     under_emulation: Placement = Placement.EMULATED_DEVICE
     dynamo: bool = False  # traces the denoiser with torch._dynamo

@@ -19,10 +19,10 @@ import torch._dynamo
 
 from .cli_errors import UsageError, write_json
 from .cli_errors import check_writable as _check_writable
-from .devices import cuda_available, execution_device
+from .detection.devices import cuda_available, execution_device
+from .detection.guard_options import GuardOptions
 from .emulation import is_emulated
 from .findings import Report
-from .guard_options import GuardOptions
 from .profiling.config import ProfilerOptions, TraceConfig, parse_budgets, parse_schedule
 from .profiling.diagnose import TraceDiagnosis
 from .profiling.export import fresh_private_dir

@@ -371,7 +371,8 @@ _TRACE_DEFAULTS = {"trace": "on-failure", "trace_gzip": "off", "trace_shapes": "
 
 
 def _default(row: Option) -> str:
-    from .guard_options import GuardOptions  # plugin cheap when off: only the reference page reads its defaults
+    # plugin cheap when off: only the reference page reads its defaults
+    from .detection.guard_options import GuardOptions
 
     if row.name in _TRACE_DEFAULTS:  # the trace rows fill one TraceConfig (Settings.trace): each said as it is written
         return _TRACE_DEFAULTS[row.name]

@@ -1,8 +1,8 @@
 """Per-step cost of a pipeline as data, and the judgement of one run's numbers against a saved run's.
 
-The numbers come from the `step_metrics` and `device_ops` detectors (pytest_nosync.detectors.step_metrics), gathered
-by pytest_nosync.suite.measure over several timed calls and one counting call, and are stored by the plugin in
-pytest-benchmark's `extra_info`. Judging:
+The numbers come from the `step_metrics` and `device_ops` detectors (pytest_nosync.detection.detectors.step_metrics),
+gathered by pytest_nosync.suite.measure over several timed calls and one counting call, and are stored by the plugin
+in pytest-benchmark's `extra_info`. Judging:
   device ops    exact: more ops in a step than the saved run fails, naming the ops added and the lines that issued
                 them (sites are matched by function and source text, so a line that only moved is the same site;
                 the files are read for that only when a run is saved or a step has more ops);

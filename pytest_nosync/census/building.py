@@ -19,9 +19,9 @@ from typing import Any
 
 import torch
 
-from .. import devices
+from ..detection import devices
+from ..detection.guard_options import GuardOptions
 from ..findings import Report
-from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..suite import process_caches
 from ..suite.checks import plan, warmed

@@ -32,7 +32,8 @@ from typing import Any, TypeVar
 
 import torch
 
-from .. import devices, ids
+from .. import ids
+from ..detection import devices
 from ..patching import Patches, WrappedBar
 from ..scenarios import AUTO, Scenario
 from ..suite.pipelines import Uncallable

@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if SESSION in item.config.stash or item.get_closest_marker("gpu") is None:
         return  # a checking run's session decides where gpu tests run
-    from .. import devices  # plugin cheap when off: torch only for a test marked gpu
+    from ..detection import devices  # plugin cheap when off: torch only for a test marked gpu
 
     if not devices.cuda_available():
         pytest.skip(
@@ -157,7 +157,7 @@ def nosync_device(request: pytest.FixtureRequest) -> torch.device:
     """The device of the run's backend (cuda, or the emulated device), for tests written once for both; without
     --nosync, cuda where a GPU is visible and the CPU elsewhere. One for the whole run, so that a module- or
     session-scoped fixture (a pipeline built once) may take it."""
-    from .. import devices  # plugin cheap when off: torch only for a test that takes the device
+    from ..detection import devices  # plugin cheap when off: torch only for a test that takes the device
 
     session = request.config.stash.get(SESSION, None)
     if session is not None:
@@ -173,7 +173,7 @@ def nosync_dtype(request: pytest.FixtureRequest) -> torch.dtype:
     session = request.config.stash.get(SESSION, None)
     if session is not None:
         return session.suite.call_context.dtype
-    from .. import devices  # plugin cheap when off: torch only for a test that takes the dtype
+    from ..detection import devices  # plugin cheap when off: torch only for a test that takes the dtype
 
     return devices.plain_dtype()
 

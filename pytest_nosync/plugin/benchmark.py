@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from .. import step_cost
+from ..detection.guard_options import GuardOptions
 from ..findings import Report
-from ..guard_options import GuardOptions
 from ..option_table import Settings
 from ..policy import add_not_checked, judge
 

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..census.building import Built
     from ..census.changed import Selection
     from ..census.hub_standins import Installation
-    from ..guard_options import GuardOptions
+    from ..detection.guard_options import GuardOptions
     from ..scenarios import Scenario
     from ..suite.shared_traces import TraceStore
     from .parts import CensusRun

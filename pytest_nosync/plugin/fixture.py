@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..detection.guard_options import GuardOptions, split_options
 from ..findings import Report
-from ..guard_options import GuardOptions, split_options
 from ..ids import plain_nodeid
 
 if TYPE_CHECKING:
-    from ..guard import Guard
+    from ..detection.guard import Guard
     from .parts import FixtureRun
 
 
@@ -50,7 +50,8 @@ class NosyncFixture:
     def guard(self, pipeline: Any = None, **overrides: Any) -> Guard:
         """A guard for one block; its report is attached to the test when the block exits. `overrides`: GuardOptions
         fields, and the Guard's own arguments."""
-        from ..guard import Guard  # a test that takes the fixture and opens no block does without torch and detectors
+        # a test that takes the fixture and opens no block does without torch and detectors
+        from ..detection.guard import Guard
 
         body = self.item.stash.get(BODY_GUARD, None)
         if body is not None:

@@ -16,7 +16,7 @@ import gc
 
 import pytest
 
-from .. import devices
+from ..detection import devices
 
 
 class HeapFreeze:

@@ -19,7 +19,7 @@ from ..option_table import GUARD_ROWS, MARKER_ROWS, ROWS, TABLE, Option, OptionE
 from ..profiling.config import DEFAULT_DIR, ProfilerOptions, TraceBudgets, TraceConfig
 
 if TYPE_CHECKING:
-    from ..guard_options import GuardOptions
+    from ..detection.guard_options import GuardOptions
 
 # What this module and the option table import is all the plugin loads in a run without --nosync (the options and
 # the marker's help registered): light modules only.
@@ -152,7 +152,7 @@ def resolve(settings: Settings, marker: Mapping[str, Any], **fixed: Any) -> Guar
             values[row.name] = mark
         elif ini is not MISSING:
             values[row.name] = ini
-    from ..guard_options import GuardOptions  # plugin cheap when off: only a checking run resolves a test's
+    from ..detection.guard_options import GuardOptions  # plugin cheap when off: only a checking run resolves a test's
 
     return GuardOptions(**{**values, **fixed})
 

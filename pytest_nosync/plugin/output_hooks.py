@@ -161,6 +161,6 @@ class OutputHooks:
 
 
 def _environment(run: NosyncSession) -> dict[str, Any]:
-    from .. import devices  # imports torch: after option checks
+    from ..detection import devices  # imports torch: after option checks
 
     return devices.environment(run.settings.backend, run.dtype)

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     import pytest
     import torch
 
+    from ..detection.guard_options import GuardOptions
     from ..findings import Report
-    from ..guard_options import GuardOptions
     from ..option_table import Settings
     from ..scenarios import Scenario
     from ..suite.targets.base import CallContext, Target

@@ -91,7 +91,7 @@ class RunHooks:
         if id(pipeline) in session.scenario_pipelines:
             pytest.fail(f"scenario {scenario.name}: this pipeline already has a scenario on: build a new one per test "
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip
-        from .. import devices  # imports torch: after option checks
+        from ..detection import devices  # imports torch: after option checks
         from ..suite.guarded_call import error_report  # imports torch: after option checks
         from ..suite.pipelines import prepare  # imports torch: after option checks
 
@@ -131,7 +131,7 @@ def _map_cuda(session: NosyncSession) -> Callable[[], None] | None:
     run; the returned function undoes it."""
     if session.settings.backend != "emulate" or session.settings.map_cuda != "on":
         return None
-    from .. import devices  # imports torch: after option checks
+    from ..detection import devices  # imports torch: after option checks
     from ..emulation import cuda_map  # imports torch: after option checks
 
     return cuda_map.install(devices.execution_device("emulate"))

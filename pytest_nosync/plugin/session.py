@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .. import baseline, ids, render, run_report
+from ..detection.guard_options import GuardOptions
 from ..findings import Report
-from ..guard_options import GuardOptions
 from ..option_table import Settings
 from ..profiling import export
 from ..scenarios import PLAIN, SCENARIOS
@@ -117,7 +117,7 @@ class NosyncSession:
     def device_for(self, item: pytest.Item) -> torch.device:
         """The device a test's tensors and models go on: the backend's, or the plain CPU under the emulation for a
         test whose checks all run there (devices.for_checks)."""
-        from .. import devices  # imports torch: after option checks
+        from ..detection import devices  # imports torch: after option checks
 
         checks = self.marker_values(item).get("checks", GuardOptions.checks)
         return devices.for_checks(devices.execution_device(self.settings.backend), checks)

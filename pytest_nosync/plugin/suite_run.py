@@ -126,7 +126,7 @@ class SuiteRun:
         """Where and how the suite calls pipelines: the backend's device (or --nosync-device), dtype and steps."""
         import torch  # after option checks
 
-        from .. import devices  # imports torch: after option checks
+        from ..detection import devices  # imports torch: after option checks
 
         settings = self.settings
         device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
@@ -185,7 +185,7 @@ class SuiteRun:
     def check(self, item: pytest.Item, target: Target, scenario: Scenario, check: str) -> Report:
         """One of the suite's checks on the target's pipeline with `scenario`; a graph check a helper traced is its
         report."""
-        from .. import devices  # imports torch: after option checks
+        from ..detection import devices  # imports torch: after option checks
         from ..suite.pipelines import check as checked  # imports torch: after option checks
         from ..suite.scenarios import NotApplicable  # imports torch: after option checks
 

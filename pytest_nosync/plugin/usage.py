@@ -26,7 +26,7 @@ def resolve_backend(settings: Settings, controllers: str | None = None) -> str:
     An xdist worker takes the backend its controller resolved (`controllers`): a worker that cannot reach the GPU it
     was given (a CUDA_VISIBLE_DEVICES entry its driver does not know) must fail the run, not emulate under a header
     that says cuda."""
-    from .. import devices  # a usage error stays quick: torch is imported once the options passed
+    from ..detection import devices  # a usage error stays quick: torch is imported once the options passed
 
     try:
         return devices.resolve(controllers or settings.backend)
@@ -185,7 +185,7 @@ def check_dtype(settings: Settings) -> None:
     refuses the dtype (a few ops in it, once)."""
     if not settings.dtype:
         return
-    from .. import devices  # a usage error stays quick: torch only for a run that names a dtype
+    from ..detection import devices  # a usage error stays quick: torch only for a run that names a dtype
 
     problem = devices.dtype_problem(settings.dtype, settings.device, settings.backend)
     if problem:
@@ -211,7 +211,7 @@ def check_outputs(settings: Settings) -> None:
         except OSError as exc:
             raise pytest.UsageError(f"--nosync-trace-dir: cannot write traces to {trace.directory}: {exc}") from None
     if trace.nsys:
-        from .. import devices  # a usage error stays quick: torch only for a run that asks for nsys
+        from ..detection import devices  # a usage error stays quick: torch only for a run that asks for nsys
 
         if not devices.cuda_available():
             raise pytest.UsageError(

@@ -49,7 +49,7 @@ def visible_gpus() -> list[str]:
     listed = os.environ.get(GPU_VARIABLE)
     if listed is not None:
         return [g.strip() for g in listed.split(",") if g.strip() and g.strip() != "-1"]
-    from .. import devices  # plugin cheap when off: torch only where GPUs are counted
+    from ..detection import devices  # plugin cheap when off: torch only where GPUs are counted
 
     return [str(i) for i in range(devices.cuda_device_count())] if devices.cuda_available() else []
 

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 
 from ..checks import CHECKS, PIPELINE_CHECKS
-from ..detectors.memory import UNATTRIBUTED
+from ..detection.detectors.memory import UNATTRIBUTED
+from ..detection.guard_options import GuardOptions
 from ..findings import Kind, Report
-from ..guard_options import GuardOptions
 from ..policy import add_not_checked
 from .guarded_call import calls_for, error_report, guarded_call
 from .torch_defaults import torch_defaults

@@ -22,8 +22,8 @@ import diffusers
 import torch
 import torch.distributed as dist
 
+from ..detection.guard_options import GuardOptions
 from ..findings import Report
-from ..guard_options import GuardOptions
 from .guarded_call import guarded_call
 from .targets.base import CallContext
 from .targets.registry import TARGETS, build_pipeline

@@ -15,10 +15,10 @@ from typing import Any
 import torch
 
 from .. import attribution, suite
-from ..detectors.base import was_ended_by_check
+from ..detection.detectors.base import was_ended_by_check
+from ..detection.guard import Guard
+from ..detection.guard_options import GuardOptions
 from ..findings import Finding, Phase, Report
-from ..guard import Guard
-from ..guard_options import GuardOptions
 from ..policy import judge
 from .torch_defaults import torch_defaults
 

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from .. import source_identity, step_cost
-from ..devices import environment
+from ..detection.devices import environment
+from ..detection.guard_options import GuardOptions
 from ..findings import Report
-from ..guard_options import GuardOptions
 from .checks import CallKwargs, warm
 from .guarded_call import calls_for, error_report, guarded_call
 from .torch_defaults import torch_defaults

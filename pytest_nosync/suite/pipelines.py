@@ -25,8 +25,8 @@ from typing import Any
 import torch
 
 from ..checks import CHECKS
+from ..detection.guard_options import GuardOptions
 from ..findings import Kind, Report
-from ..guard_options import GuardOptions
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..source_identity import short_place
 from .checks import CallKwargs, run_check, warm_calls

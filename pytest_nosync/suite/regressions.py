@@ -22,9 +22,9 @@ from typing import Any
 import torch
 from diffusers import UniPCMultistepScheduler
 
+from ..detection.guard import Guard
+from ..detection.guard_options import GuardOptions
 from ..findings import DENOISER_REGION, Kind, Report, Status
-from ..guard import Guard
-from ..guard_options import GuardOptions
 from .checks import warm
 from .guarded_call import Kwargs, error_report, guarded_call
 

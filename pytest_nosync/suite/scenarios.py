@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .. import devices
+from ..detection import devices
 from ..emulation import cuda_map, is_emulated
 from ..scenarios import AUTO, PLAIN, Scenario, UnknownScenario, parse
 

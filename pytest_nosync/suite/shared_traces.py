@@ -41,9 +41,9 @@ from typing import Any
 import torch
 
 from .. import run_report
-from ..detectors import trace_inputs
+from ..detection.detectors import trace_inputs
+from ..detection.guard_options import GuardOptions
 from ..findings import Kind, Mode, Report
-from ..guard_options import GuardOptions
 from ..policy import rejudge
 from ..scenarios import Scenario
 from .checks import CallKwargs, plan, warm

@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from pytest_nosync import devices
+from pytest_nosync.detection import devices
 from pytest_nosync.policy import rejudge
 from pytest_nosync.suite import distributed
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync.detectors import dynamo, trace_inputs
+from pytest_nosync.detection.detectors import dynamo, trace_inputs
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.findings import Location
-from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.config import TraceConfig
 from pytest_nosync.scenarios import PLAIN, SCENARIOS
 from pytest_nosync.suite import pipelines

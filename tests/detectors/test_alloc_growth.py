@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
 from tests.twins.collected_garbage import garbage_from_earlier_work
 
 
@@ -150,7 +151,7 @@ def test_with_sites_the_growing_line_is_named(backend: str, device) -> None:
 def test_a_higher_order_op_runs_under_the_sites_tracker() -> None:
     """torch.cond (a higher-order op) under the tracker that notes allocation sites: taken whole and its output noted;
     before, torch raised that the mode had no rule for it (FlexAttention's op likewise, on the H200)."""
-    from pytest_nosync.detectors.memory import AllocationTracker
+    from pytest_nosync.detection.detectors.memory import AllocationTracker
 
     tracker = AllocationTracker(lambda: 0)
     x = torch.ones(256)

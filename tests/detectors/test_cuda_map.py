@@ -8,7 +8,8 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
 from pytest_nosync.emulation import cuda_map, tensor
 
 

@@ -120,8 +120,8 @@ def test_a_check_that_fails_to_arm_leaves_nothing_on(monkeypatch: pytest.MonkeyP
 
     from torch._inductor import scheduler
 
-    from pytest_nosync.detectors.cudagraphs import CudaGraphsDetector
-    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.detection.detectors.cudagraphs import CudaGraphsDetector
+    from pytest_nosync.detection.guard_options import GuardOptions
 
     original = scheduler.Scheduler.should_partition
     cache = torch._inductor.config.fx_graph_cache
@@ -143,8 +143,8 @@ def test_the_compiled_forward_keeps_the_denoisers_signature(monkeypatch: pytest.
     Armed here without a GPU, the compile a double, the forward put in the denoiser's place is what is read."""
     from types import SimpleNamespace
 
-    from pytest_nosync.detectors.cudagraphs import CudaGraphsDetector
-    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.detection.detectors.cudagraphs import CudaGraphsDetector
+    from pytest_nosync.detection.guard_options import GuardOptions
 
     monkeypatch.setattr(torch, "compile", lambda fn, **kwargs: fn)  # a double: no inductor, no GPU
     denoiser = loop_pipeline.Denoiser()

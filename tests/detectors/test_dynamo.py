@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pytest_nosync import nosync_guard
-from pytest_nosync.devices import for_checks
+from pytest_nosync.detection.devices import for_checks
 
 
 def _place(frame) -> str:

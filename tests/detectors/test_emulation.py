@@ -15,7 +15,8 @@ import pytest
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
 from pytest_nosync.emulation import syncs
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline

@@ -254,7 +254,7 @@ def test_the_switch_that_runs_flex_attention_uncompiled_is_restored_also_when_th
 def test_the_flex_rule_is_given_once_however_often_it_is_asked_for() -> None:
     """torch refuses a second rule for one mode: asking again after the cache was emptied (a test that took the rule
     away for a while) raised in every later counted call of the worker."""
-    from pytest_nosync.detectors import step_metrics
+    from pytest_nosync.detection.detectors import step_metrics
 
     for _ in range(2):
         step_metrics._flex_rule.cache_clear()
@@ -266,7 +266,7 @@ def flex_without_a_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """A torch whose FlexAttention gives the counting mode no way to run it (no uncompiled switch): the fallback."""
     from torch._higher_order_ops.flex_attention import flex_attention
 
-    from pytest_nosync.detectors import step_metrics
+    from pytest_nosync.detection.detectors import step_metrics
 
     monkeypatch.setattr(step_metrics, "_FLEX_EAGER_SWITCH", "_no_such_switch")
     monkeypatch.delitem(flex_attention.python_key_table, step_metrics._Counting, raising=False)
@@ -294,7 +294,7 @@ def test_where_flex_attention_cannot_run_under_the_counting_mode_it_is_not_check
 def test_a_pipeline_calling_flex_attention_is_not_checked_and_blames_no_line(
     monkeypatch: pytest.MonkeyPatch, flex_without_a_rule: None
 ) -> None:
-    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.detection.guard_options import GuardOptions
     from pytest_nosync.suite.guarded_call import guarded_call
     from tests.twins import loop_pipeline
 

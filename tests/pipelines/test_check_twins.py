@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.devices import for_checks
-from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.detection.devices import for_checks
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.suite.checks import run_check
 from pytest_nosync.suite.targets.base import CallContext
 from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.suite.checks import run_check
 from pytest_nosync.suite.measure import measure
 from tests.twins.loop_pipeline import UpsamplePipeline, build_upsampler, line_of

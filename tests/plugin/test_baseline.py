@@ -280,7 +280,7 @@ def test_an_entry_written_for_growth_no_line_was_named_for_matches_it_again() ->
     """Bug twin: growth whose sites were not noted is found at `<unattributed>:0`; the baseline writer wrote that
     place, and the matcher read line 0 as no line, so the entry never matched: Stable Diffusion Panorama's growth
     failed the H200 census judged by the baseline that same census had written."""
-    from pytest_nosync.detectors.memory import UNATTRIBUTED
+    from pytest_nosync.detection.detectors.memory import UNATTRIBUTED
     from pytest_nosync.policy import where_matches
 
     finding = Finding("alloc_growth", UNATTRIBUTED, status="fail")

@@ -172,7 +172,7 @@ def test_on_a_gpu_workers_under_a_real_daemon_find_a_planted_sync_at_its_line(
 ) -> None:
     """The real daemon, on the device: two workers sharing one GPU as its clients check a tester class with a planted
     sync and a clean one, with the verdicts a run without workers gives."""
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
     from pytest_nosync.plugin import xdist
 
     if not devices.cuda_available():

@@ -91,7 +91,7 @@ def test_modules_a_test_imported_after_collection_are_frozen_for_the_run_at_the_
     modules, 150,000 objects) left them unfrozen, and every full collection of every later growth check scanned them
     (the main job's growth twins: 20 s on an H200 after the inductor twins, 1.5 s alone). The next block now freezes
     them for the run; a handful of modules (a diffusers model imported on first use) freezes nothing more."""
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
 
     count = devices.IMPORTS_WORTH_FREEZING + more
     pytester.mkpydir("late")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pytest_nosync import devices
+from pytest_nosync.detection import devices
 from tests.plugin.repository import ROOT, run_here
 
 FAILING_REPORT = """
@@ -366,7 +366,7 @@ def test_a_run_without_nosync_does_not_import_torch(pytester: pytest.Pytester) -
     ("module", "imports_torch"),
     [
         ("pytest_nosync.plugin.start", False),  # what a checking run imports before its options are checked
-        ("pytest_nosync.devices", True),  # the twin: the probe sees a module that imports torch
+        ("pytest_nosync.detection.devices", True),  # the twin: the probe sees a module that imports torch
     ],
 )
 def test_a_checking_runs_usage_error_comes_before_torchs_import(module: str, imports_torch: bool) -> None:

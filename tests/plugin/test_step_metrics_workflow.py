@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync import devices
+from pytest_nosync.detection import devices
 from pytest_nosync.step_cost import default_rounds
 
 # A plugin of the project (`-p step_twin`: a plugin's fixtures reach the suite's tests wherever pytest-nosync is

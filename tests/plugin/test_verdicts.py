@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_nosync import devices
+from pytest_nosync.detection import devices
 from tests.plugin.repository import run_here
 from tests.twins import loop_pipeline
 

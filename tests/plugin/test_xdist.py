@@ -115,7 +115,7 @@ def test_a_worker_has_its_gpu_before_conftests_load(pytester: pytest.Pytester, g
 def test_on_gpus_each_worker_runs_on_its_own_even_where_a_conftest_initialised_cuda(
     pytester: pytest.Pytester,
 ) -> None:
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
 
     if not devices.cuda_available():
         pytest.skip(devices.CUDA_ONLY)
@@ -336,7 +336,7 @@ def test_a_worker_that_cannot_run_the_controllers_backend_is_a_usage_error_not_a
 ) -> None:
     """Bug twin: a worker pinned to a GPU its driver does not know (an MPS daemon's renumbering) resolved `auto` for
     itself and emulated, under a controller's header saying cuda. It takes the controller's backend now."""
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
     from pytest_nosync.option_table import Settings
     from pytest_nosync.plugin import usage
 

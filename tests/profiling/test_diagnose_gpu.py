@@ -210,8 +210,8 @@ def test_the_profilers_stop_synchronize_is_not_the_pipelines() -> None:
 
 
 def test_the_profiler_sync_detector_leaves_the_profilers_stop_out_too() -> None:
-    from pytest_nosync.detectors.profiler_sync import ProfilerSyncDetector
-    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.detection.detectors.profiler_sync import ProfilerSyncDetector
+    from pytest_nosync.detection.guard_options import GuardOptions
 
     events = json.loads((DATA / "gpu_eager.json").read_text())["traceEvents"]
     last = max(e["ts"] + e.get("dur", 0) for e in events if e.get("ph") == "X")

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync import devices, nosync_guard
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
 from pytest_nosync.profiling.config import ProfilerOptions, TraceConfig
 from pytest_nosync.profiling.diagnose import TraceDiagnosis
 from pytest_nosync.profiling.trace import Trace
@@ -108,7 +109,8 @@ def test_compiled_denoiser_kernels_count_as_compiled(pipe: TinyPipeline, tmp_pat
 
 
 def test_nsys_mode_with_real_nvtx_and_cudart(pipe: TinyPipeline, monkeypatch: pytest.MonkeyPatch) -> None:
-    tracer = importlib.import_module("pytest_nosync.detectors.tracer")  # the guard's (pytester may re-import it)
+    # the guard's (pytester may re-import it)
+    tracer = importlib.import_module("pytest_nosync.detection.detectors.tracer")
 
     calls: list[str] = []
 

@@ -227,7 +227,7 @@ def test_bad_trace_options_are_usage_errors(pytester: pytest.Pytester, options: 
 
 
 def test_nsys_needs_cuda(pytester: pytest.Pytester) -> None:
-    from pytest_nosync import devices
+    from pytest_nosync.detection import devices
 
     if devices.cuda_available():
         pytest.skip("this machine has CUDA")

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import torch
 
-from pytest_nosync import devices, nosync_guard
-from pytest_nosync.detectors.base import Detector
-from pytest_nosync.detectors.profiler_ranges import NvtxRanges
-from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync import nosync_guard
+from pytest_nosync.detection import devices
+from pytest_nosync.detection.detectors.base import Detector
+from pytest_nosync.detection.detectors.profiler_ranges import NvtxRanges
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.profiling.config import ProfilerOptions, TraceBudgets, TraceConfig
 from pytest_nosync.profiling.diagnose import TraceDiagnosis
 from pytest_nosync.profiling.export import NOSYNC_TRACK, file_stem
@@ -145,7 +146,8 @@ class FakeCuda:
 
 
 def _nsys_run(pipe: TinyPipeline, schedule: tuple[int, int, int] | None, steps: int) -> FakeCuda:
-    tracer = importlib.import_module("pytest_nosync.detectors.tracer")  # the guard's (pytester may re-import it)
+    # the guard's (pytester may re-import it)
+    tracer = importlib.import_module("pytest_nosync.detection.detectors.tracer")
 
     fake = FakeCuda()
     config = TraceConfig(nsys=True, profiler=ProfilerOptions(schedule=schedule))
@@ -193,7 +195,8 @@ def test_nvtx_out_of_order_close_keeps_the_stack_balanced() -> None:
 
 
 def test_state_is_restored_when_the_block_raises(pipe: TinyPipeline, tmp_path: Path) -> None:
-    tracer = importlib.import_module("pytest_nosync.detectors.tracer")  # the guard's (pytester may re-import it)
+    # the guard's (pytester may re-import it)
+    tracer = importlib.import_module("pytest_nosync.detection.detectors.tracer")
 
     step, hooks = type(pipe.scheduler).step, dict(pipe.transformer._forward_pre_hooks)
     pipe.scheduler.fail_at = 1
@@ -261,8 +264,8 @@ def test_the_profilers_own_synchronize_is_no_finding(
 ) -> None:
     """Stopping torch.profiler synchronizes the device (at a schedule's end: in the middle of the run). The
     explicit-sync detector must not see it; a synchronize of the block's own it still sees."""
-    from pytest_nosync.detectors.explicit_sync import ExplicitSyncDetector
-    from pytest_nosync.detectors.profiler_session import ProfilerSession
+    from pytest_nosync.detection.detectors.explicit_sync import ExplicitSyncDetector
+    from pytest_nosync.detection.detectors.profiler_session import ProfilerSession
 
     synced: list[str] = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: synced.append("sync"))  # no device: a stand-in

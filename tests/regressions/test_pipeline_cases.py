@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from pytest_nosync.baseline import Baseline, Entry
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.findings import SYNC_KINDS
-from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.profiling.config import TraceConfig
 from pytest_nosync.run_report import diffusers_version
 from pytest_nosync.suite import regressions

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from diffusers import FlowMatchEulerDiscreteScheduler, UniPCMultistepScheduler
 
-from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.suite.regressions import WAN_UNIPC, scheduler_loop, unipc_case, unipc_configs
 from tests.twins import unipc_prefix
 

@@ -15,8 +15,8 @@ from diffusers import FluxPipeline
 from pytest_nosync import NotApplicable, apply_scenario
 from pytest_nosync.census import testers
 from pytest_nosync.census.testers import Uncallable
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.findings import Kind
-from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.scenarios import SCENARIOS, parse
 from pytest_nosync.suite import pipelines
 from pytest_nosync.suite.scenarios import feature_of, guidance_distilled

@@ -401,7 +401,7 @@ def test_growth_under_taylorseer_is_judged_once_its_factors_are_filled(
 ) -> None:
     """TaylorSeer keeps one more Taylor factor per block output at each of its first updates: a bounded fill, judged
     as growth while the steps judged fell inside it (the bug twin: the scheduler's warm-up alone)."""
-    from pytest_nosync.guard_options import GuardOptions
+    from pytest_nosync.detection.guard_options import GuardOptions
     from pytest_nosync.suite import checks
 
     flux = TARGETS["flux"]

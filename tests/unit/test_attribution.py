@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pytest_nosync import attribution, hints, step_cost
-from pytest_nosync.detectors import cuda_sync
+from pytest_nosync.detection.detectors import cuda_sync
 from pytest_nosync.findings import Frame
 
 TORCH_FILE = torch.__file__.replace("__init__.py", "functional.py")

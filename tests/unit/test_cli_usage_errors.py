@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_nosync import cli, devices
+from pytest_nosync import cli
+from pytest_nosync.detection import devices
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = {"schema": "pytest-nosync/1", "tests": []}

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import torch
 
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.findings import Report
-from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.plugin.graph_helpers import count_ahead
 from pytest_nosync.plugin.graph_helpers.count_ahead import CountAhead
 from pytest_nosync.suite import measure as suite_step_metrics

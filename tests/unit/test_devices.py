@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_nosync import devices
+from pytest_nosync.detection import devices
 
 SIZE = 1 << 20
 

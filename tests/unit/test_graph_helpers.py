@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pytest_nosync.baseline import Baseline
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.findings import Finding
-from pytest_nosync.guard_options import GuardOptions
 from pytest_nosync.plugin.graph_helpers.pool import GraphHelpers, GraphJob, auto_count, diffusers_file, receive, send
 from pytest_nosync.suite import SHIPPED_BASELINE
 

@@ -26,20 +26,20 @@ AREAS = (
         (
             "attribution",
             "policy",
-            "guard_options",
+            "detection.guard_options",
             "render",
             "run_report",
             "compare",
             "baseline",
-            "devices",
+            "detection.devices",
             "step_cost",
             "cli_errors",
             "option_table",
             "census",
         ),
     ),
-    ("detectors", ("detectors",)),
-    ("guard", ("guard", "annotate")),
+    ("detectors", ("detection.detectors",)),
+    ("guard", ("detection", "annotate")),
     ("suite", ("suite",)),
     # the census's driving part: diffusers' tester classes built and called through the suite's pipeline path
     (
@@ -55,7 +55,7 @@ PYTEST_AREAS = {"plugin", "suite tests"}
 
 
 def area(module: str) -> str:
-    """The area of a dotted module path inside the package (e.g. `detectors.memory`)."""
+    """The area of a dotted module path inside the package (e.g. `detection.detectors.memory`)."""
     parts = module.split(".")
     if parts[0] == "suite" and parts[-1].startswith("test_"):
         return "suite tests"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_nosync.guard_options import GuardOptions
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.option_table import TABLE, OptionError, Settings
 from pytest_nosync.plugin.options import parse_marker, resolve
 from pytest_nosync.policy import AllowEntry

@@ -9,7 +9,8 @@ import sys
 import pytest
 import torch
 
-from pytest_nosync import devices, nosync_guard, run_report
+from pytest_nosync import nosync_guard, run_report
+from pytest_nosync.detection import devices
 from pytest_nosync.findings import Finding, Frame, Phase, Report, merge
 from pytest_nosync.policy import Policy, judge
 from pytest_nosync.render import github_annotations, render_report

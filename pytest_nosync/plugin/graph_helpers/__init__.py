@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ...detection.guard_options import GuardOptions
 from ...findings import Mode, Report
-from ...guard_options import GuardOptions
 from ...suite import TARGETS_MODULE
 from ...suite.targets.base import Target
 from .. import xdist
@@ -152,7 +152,7 @@ class GraphHelperRun:
                 eligible.append((item.nodeid, target.name, options))
         if not eligible:
             return []
-        from ... import devices  # a usage error stays quick: torch once the options passed
+        from ...detection import devices  # a usage error stays quick: torch once the options passed
 
         ctx = session.suite.call_context
         device = str(devices.for_checks(ctx.device, ("graph_breaks",)))

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from ...detection.guard_options import GuardOptions
 from ...findings import Report
-from ...guard_options import GuardOptions
 from ...step_cost import counts_when_timed
 from ...suite.targets.base import CallContext, Target
 

@@ -28,8 +28,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import IO, Any
 
+from ...detection.guard_options import GuardOptions
 from ...findings import Report
-from ...guard_options import GuardOptions
 
 MAX_AUTO = 3  # helpers `auto` starts at most (see auto_count)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from pytest_nosync.devices import generator as device_generator
+from pytest_nosync.detection.devices import generator as device_generator
 from pytest_nosync.suite.targets.base import CallContext
 
 # The FLUX families' tiny MM-DiT: one double-stream and one single-stream block, two heads of 16 over 4 latent channels

@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
+from ...emulation import install, tensor
+from ...findings import SYNC_KINDS, Finding, Report
 from .. import devices
-from ..emulation import install, tensor
-from ..findings import SYNC_KINDS, Finding, Report
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from .. import attribution, hints
-from ..findings import Mode, Phase
+from ... import attribution, hints
+from ...findings import Mode, Phase
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .findings import Mode
-from .policy import AllowEntry, KnownMatcher, Policy, parse_allow
-from .profiling.config import TraceBudgets, TraceConfig
+from ..findings import Mode
+from ..policy import AllowEntry, KnownMatcher, Policy, parse_allow
+from ..profiling.config import TraceBudgets, TraceConfig
 
 MODES = tuple(Mode)
 

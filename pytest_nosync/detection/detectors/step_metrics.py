@@ -30,11 +30,12 @@ try:  # FlexAttention's operator and its eager switch: a torch without them has 
 except ImportError:
     flex_attention = public_flex = None
 
-from .. import attribution, devices, source_identity
-from ..emulation import DEVICE_TYPE
-from ..findings import Location, Report
+from ... import attribution, source_identity
+from ...emulation import DEVICE_TYPE
+from ...findings import Location, Report
+from ...patching import Patches
+from .. import devices
 from ..guard_options import GuardOptions
-from ..patching import Patches
 from .base import Detector, StepContext, ended_by_check
 from .denoiser_clock import DenoiserClock
 

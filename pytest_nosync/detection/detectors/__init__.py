@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-from ..checks import CHECKS
+from ...checks import CHECKS
 from ..guard_options import GuardOptions
 from .base import Detector
 from .tracer import TraceDetector

@@ -30,13 +30,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from . import attribution, checks, devices, run_report
-from .annotate import LoopWatch, PipelineAnnotations
+from .. import attribution, checks, run_report
+from ..annotate import LoopWatch, PipelineAnnotations
+from ..findings import Finding, Frame, Kind, Mode, Phase, Report, merge, not_checked_finding
+from ..policy import judge
+from . import devices
 from .detectors import detectors_for
 from .detectors.base import CannotCheck, Detector
-from .findings import Finding, Frame, Kind, Mode, Phase, Report, merge, not_checked_finding
 from .guard_options import GuardOptions, split_options
-from .policy import judge
 
 ERROR_HINT = "the code under test raised: fix it upstream, or list it in the baseline as a known error with a reference"
 

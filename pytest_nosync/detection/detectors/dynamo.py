@@ -22,11 +22,11 @@ from typing import Any
 import torch
 from torch._dynamo.utils import counters
 
-from ..emulation import cuda_map, is_emulated
-from ..emulation import device as emulated_device
-from ..findings import Finding, Frame, Kind, Report
+from ...emulation import cuda_map, is_emulated
+from ...emulation import device as emulated_device
+from ...findings import Finding, Frame, Kind, Report
+from ...patching import Patches
 from ..guard_options import GuardOptions
-from ..patching import Patches
 from . import trace_inputs
 from .base import CannotCheck, Detector, StepContext, denoiser_finding, ended_by_check
 

@@ -21,14 +21,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ...findings import Finding, Report
+from ...profiling import export
+from ...profiling.budgets import budget_findings
+from ...profiling.config import TraceConfig
+from ...profiling.diagnose import TraceDiagnosis, diagnose
+from ...profiling.trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
 from .. import devices
-from ..findings import Finding, Report
 from ..guard_options import GuardOptions
-from ..profiling import export
-from ..profiling.budgets import budget_findings
-from ..profiling.config import TraceConfig
-from ..profiling.diagnose import TraceDiagnosis, diagnose
-from ..profiling.trace import REGION_RANGE_PREFIX, STEP_PREFIX, Trace
 from .base import Detector, StepContext
 from .profiler_ranges import CaptureWindow, NvtxRanges, ProfilerRanges
 from .profiler_session import ProfilerBusy, ProfilerSession

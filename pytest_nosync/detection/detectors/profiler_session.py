@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
+from ...profiling.config import ProfilerOptions
 from .. import devices
-from ..profiling.config import ProfilerOptions
 
 
 @contextlib.contextmanager

@@ -29,9 +29,9 @@ from typing import Any
 
 import torch
 
-from ..findings import Finding, Frame, Kind
+from ...findings import Finding, Frame, Kind
+from ...patching import Patches
 from ..guard_options import GuardOptions
-from ..patching import Patches
 from .base import CannotCheck, Detector, StepContext, denoiser_finding
 
 HINT = (

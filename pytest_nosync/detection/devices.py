@@ -14,11 +14,11 @@ from typing import Any
 
 import torch
 
-from . import emulation
-from .checks import Placement, placement
-from .emulation import cuda_map, tensor
-from .findings import BACKENDS
-from .run_report import diffusers_location, diffusers_version
+from .. import emulation
+from ..checks import Placement, placement
+from ..emulation import cuda_map, tensor
+from ..findings import BACKENDS
+from ..run_report import diffusers_location, diffusers_version
 
 _cuda_is_available = torch.cuda.is_available  # the real answer, whatever the CUDA mapping of the emulation says
 

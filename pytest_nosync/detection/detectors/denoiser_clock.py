@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from ..findings import DENOISER_REGION
+from ...findings import DENOISER_REGION
 
 
 class DenoiserClock:

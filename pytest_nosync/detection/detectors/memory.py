@@ -30,8 +30,9 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from .. import attribution, devices
-from ..findings import Finding, Frame, Kind, Location, Phase, Report
+from ... import attribution
+from ...findings import Finding, Frame, Kind, Location, Phase, Report
+from .. import devices
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 

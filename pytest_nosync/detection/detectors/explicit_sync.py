@@ -12,11 +12,11 @@ from typing import Any
 
 import torch
 
-from .. import attribution, hints
-from ..emulation.identity import DEVICE_TYPE
-from ..findings import Kind
+from ... import attribution, hints
+from ...emulation.identity import DEVICE_TYPE
+from ...findings import Kind
+from ...patching import Patches
 from ..guard_options import GuardOptions
-from ..patching import Patches
 from .base import Detector, StepContext
 
 ERROR_MESSAGE = "pytest-nosync: explicit synchronize inside a guarded step (fail-fast mode)"

@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from .. import attribution
-from ..findings import Finding, Kind, Phase, Report
+from ... import attribution
+from ...findings import Finding, Kind, Phase, Report
+from ...patching import Patches
 from ..guard_options import GuardOptions
-from ..patching import Patches
 from .base import Detector, StepContext
 from .denoiser_clock import DenoiserClock
 

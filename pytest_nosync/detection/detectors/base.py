@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, suppress
 from typing import Any, Protocol
 
-from .. import attribution
-from ..findings import DENOISER_REGION, Finding, Frame, Kind, Mode, Phase, Report
+from ... import attribution
+from ...findings import DENOISER_REGION, Finding, Frame, Kind, Mode, Phase, Report
 from ..guard_options import GuardOptions
 
 

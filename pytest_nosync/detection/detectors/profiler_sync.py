@@ -14,11 +14,11 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from .. import hints
-from ..attribution import attribute
-from ..findings import SYNC_KINDS, Finding, Frame, Phase, Report
+from ... import hints
+from ...attribution import attribute
+from ...findings import SYNC_KINDS, Finding, Frame, Phase, Report
+from ...profiling.trace import Trace, TraceSync, phase_at, profiler_stop_sync, sync_events
 from ..guard_options import GuardOptions
-from ..profiling.trace import Trace, TraceSync, phase_at, profiler_stop_sync, sync_events
 from .base import Detector
 
 

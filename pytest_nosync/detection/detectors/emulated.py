@@ -11,8 +11,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from .. import attribution, hints
-from ..emulation import install, syncs
+from ... import attribution, hints
+from ...emulation import install, syncs
 from ..guard_options import GuardOptions
 from .base import Detector, StepContext
 
