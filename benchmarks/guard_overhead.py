@@ -40,14 +40,18 @@ from pytest_nosync import nosync_guard
 from pytest_nosync.profiling.config import TraceConfig
 
 try:
-    from pytest_nosync.detection import devices
     from pytest_nosync.suite.targets.base import CallContext
     from pytest_nosync.suite.targets.registry import TARGETS, build_pipeline
 except ImportError:  # the first release's layout: the same script measures it side by side (docs/validation.md)
     from pytest_nosync.targets.base import CallContext  # type: ignore[no-redef]
     from pytest_nosync.targets.registry import TARGETS, build_pipeline  # type: ignore[no-redef]
-
-    from pytest_nosync import backends as devices  # type: ignore[no-redef]
+try:
+    from pytest_nosync.detection import devices
+except ImportError:  # before the twelfth session's detection/ (devices), or the first release (backends)
+    try:
+        from pytest_nosync import devices  # type: ignore[no-redef]
+    except ImportError:
+        from pytest_nosync import backends as devices  # type: ignore[no-redef]
 
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "syncs": {"checks": ("syncs",)},

@@ -1,4 +1,4 @@
-"""One JSON document per run: the environment (devices.environment) and every finding of every test; and which
+"""One JSON document per run: the environment (detection.devices.environment) and every finding of every test; and which
 diffusers is under test, read without importing it."""
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Where detection runs: which backend ("cuda" or the CPU emulation) and the device pipelines run on under it.
 
 `resolve` turns "auto" into a concrete backend once (the plugin does it at configure time, a library guard when it
-is entered); `execution_device` is where a pipeline goes under that backend.
+is entered); `execution_device` is where a pipeline goes under that backend. Also the device's memory counters and
+the collector paused for a guarded block, and `environment`: what a run report says the run ran on (versions, the
+device), read here because this module keeps torch's real answer to whether CUDA is available.
 """
 
 from __future__ import annotations

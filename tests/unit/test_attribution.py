@@ -30,7 +30,7 @@ def test_plugin_frames_are_plumbing_but_suite_frames_are_blamed() -> None:
 
     plugin_dir = attribution._PLUGIN_DIR
     frames = [
-        Frame(plugin_dir + "detectors/cuda_sync.py", 5, "_on_warning"),
+        Frame(plugin_dir + "detection/detectors/cuda_sync.py", 5, "_on_warning"),
         Frame(plugin_dir + "suite/test_targets.py", 9, "test_syncs"),
     ]
     where, stack = attribution.attribute(frames)
