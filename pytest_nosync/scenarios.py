@@ -78,7 +78,8 @@ class Scenario:
         return {name: self.value(name) for name in self.params}
 
     def with_values(self, values: Mapping[str, str]) -> Scenario:
-        read = {}
+        """The scenario with `values` (raw strings, read by each parameter's spec) set over those it has."""
+        read = dict(self.values)
         for key, raw in values.items():
             if key not in self.params:
                 known = ", ".join(self.params) or "none"

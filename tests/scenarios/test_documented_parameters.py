@@ -75,6 +75,11 @@ def test_a_testers_own_cache_config_sets_the_parameter_where_the_scenario_leaves
     (user,) = parse("faster_cache:is_guidance_distilled=false")
     assert tester.documented(user).value("is_guidance_distilled") == "false"  # the user's setting wins
     assert tester.documented(SCENARIOS["first_block_cache"]) is SCENARIOS["first_block_cache"]
+    # the tester's value joins the user's other settings, which it left to stand (it once replaced them all)
+    (skipping,) = parse("faster_cache:spatial_attention_block_skip_range=5")
+    found = tester.documented(skipping)
+    assert found.value("is_guidance_distilled") == "true"
+    assert found.value("spatial_attention_block_skip_range") == 5
 
     class Alone(_Config):  # a tester of its own (no sibling shares its config): left to the pipeline's configs
         def get_dummy_components(self) -> dict:
