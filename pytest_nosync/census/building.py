@@ -1,6 +1,6 @@
 """A census item's run without pytest (`run`): its tester's pipeline built and calibrated, its scenario turned on, its
-check, from what the pytest side (plugin.census) passes in: the item's parts, the run's call context, a maker of its
-guard options, and where the plain build records the code it ran.
+check, from what the pytest side (plugin.census) passes in: the item's parts, the call context its check runs in, a
+maker of its guard options, and where the plain build records the code it ran.
 
 The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and with its
 executed code recorded (census.changed); a scenario's pipeline is built afresh, its calibration the plain one's. Both
@@ -19,7 +19,6 @@ from typing import Any
 
 import torch
 
-from ..detection import devices
 from ..detection.guard_options import GuardOptions
 from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS, Scenario
@@ -96,10 +95,10 @@ def run(
     share: TraceStore | None = None,
 ) -> Report:
     """A census item's report: `check_name` on `tester_class`'s pipeline with `scenario` (`built`: the tester's state
-    in this run), in the suite's call context `ctx` (float32 unless `dtype`), under `options(target, denoiser)` once
-    the tester is built (`share`: the run's store of graph verdicts, suite.shared_traces). NotChecked for what cannot
-    be checked here."""
-    ctx = census_context(ctx, dtype, check_name)
+    in this run), in the suite's call context for the check `ctx` (float32 unless `dtype`), under
+    `options(target, denoiser)` once the tester is built (`share`: the run's store of graph verdicts,
+    suite.shared_traces). NotChecked for what cannot be checked here."""
+    ctx = census_context(ctx, dtype)
     pipeline = prepared(built, tester_class, scenario, ctx, recording)
     return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
 
@@ -114,11 +113,10 @@ def _driver(tester_class: type | Untested) -> Tester:
     return ModularTester(tester_class) if is_modular_tester(tester_class) else Tester(tester_class)
 
 
-def census_context(ctx: CallContext, dtype: str | None, check_name: str) -> CallContext:
-    """The suite's call context for one check, in float32 unless --nosync-dtype (`dtype`) says otherwise: the testers
+def census_context(ctx: CallContext, dtype: str | None) -> CallContext:
+    """The suite's call context for a check, in float32 unless --nosync-dtype (`dtype`) says otherwise: the testers
     build their components for it, as their own tests run them."""
-    ctx = ctx if dtype else replace(ctx, dtype=torch.float32)
-    return replace(ctx, device=devices.for_checks(ctx.device, (check_name,)))
+    return ctx if dtype else replace(ctx, dtype=torch.float32)
 
 
 def prepared(

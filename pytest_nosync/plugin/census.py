@@ -267,7 +267,8 @@ class Census:
         # the code the tester's plain pipeline runs, recorded for a later --nosync-changed (census.changed)
         recording = Recording(getattr(self.session.config, "cache", None), item.class_id, item.path)
         try:
-            return run(built, item.tester_class, item.scenario, item.check, ctx=self.session.suite.call_context,
+            return run(built, item.tester_class, item.scenario, item.check,
+                       ctx=self.session.suite.check_context(item.check),
                        dtype=self.session.settings.dtype, options=options, recording=recording,
                        test_id=item.check_id, share=self._shared_traces(TraceStore))  # fmt: skip
         except NotChecked as exc:

@@ -132,6 +132,14 @@ class SuiteRun:
         device = torch.device(settings.device) if settings.device else devices.execution_device(settings.backend)
         return CallContext(device=device, dtype=getattr(torch, settings.suite_dtype), steps=settings.steps)
 
+    def check_context(self, check: str) -> CallContext:
+        """The call context `check` runs in: the suite's, on the plain CPU under the emulation where the check runs
+        there (devices.for_checks: dynamo cannot trace the stand-in's tensors)."""
+        from ..detection import devices  # imports torch: after option checks
+
+        ctx = self.call_context
+        return replace(ctx, device=devices.for_checks(ctx.device, (check,)))
+
     def _key(self, target: Target, device: torch.device, dtype: torch.dtype, scenario: Scenario | None = None) -> tuple:
         checkpoint = self.settings.checkpoint.get(target.name)
         scenario = scenario or SCENARIOS[PLAIN]
@@ -185,7 +193,6 @@ class SuiteRun:
     def check(self, item: pytest.Item, target: Target, scenario: Scenario, check: str) -> Report:
         """One of the suite's checks on the target's pipeline with `scenario`; a graph check a helper traced is its
         report."""
-        from ..detection import devices  # imports torch: after option checks
         from ..suite.pipelines import check as checked  # imports torch: after option checks
         from ..suite.scenarios import NotApplicable  # imports torch: after option checks
 
@@ -196,13 +203,12 @@ class SuiteRun:
             if traced is not None and traced.skipped:
                 pytest.skip(traced.skipped)
             # no helper has it, or its helper failed (the summary says why): traced here
-        ctx = self.call_context
-        device = devices.for_checks(ctx.device, (check,))
-        prepared = self.prepared(target, device, ctx.dtype, scenario)
+        ctx = self.check_context(check)
+        prepared = self.prepared(target, ctx.device, ctx.dtype, scenario)
         options = self.session.guard_options(item, check, target.name, scenario.name, denoiser=target.denoiser)
         try:
-            return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, replace(ctx, device=device)),
-                           options, steps=ctx.steps, test_id=plain_nodeid(item.nodeid), target=target.name,
+            return checked(prepared, check, lambda pipe: target.kwargs_by_steps(pipe, ctx), options, steps=ctx.steps,
+                           test_id=plain_nodeid(item.nodeid), target=target.name,
                            steps_are_calls=target.steps_are_calls)  # fmt: skip
         except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
             pytest.skip(f"not checkable: {exc}")

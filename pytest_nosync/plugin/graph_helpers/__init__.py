@@ -152,10 +152,8 @@ class GraphHelperRun:
                 eligible.append((item.nodeid, target.name, options))
         if not eligible:
             return []
-        from ...detection import devices  # a usage error stays quick: torch once the options passed
-
-        ctx = session.suite.call_context
-        device = str(devices.for_checks(ctx.device, ("graph_breaks",)))
+        ctx = session.suite.check_context("graph_breaks")  # torch once the options passed: a usage error stays quick
+        device = str(ctx.device)
         dtype = str(ctx.dtype).removeprefix("torch.")
         return [
             GraphJob(test_id, name, device, dtype, ctx.steps, ctx.seed, options) for test_id, name, options in eligible
