@@ -1,20 +1,20 @@
 """A census item's run without pytest (`run`): its tester's pipeline built and calibrated, its scenario turned on, its
 check, from what the pytest side (plugin.census) passes in: the item's parts, the call context its check runs in, a
-maker of its guard options, and where the plain build records the code it ran.
+maker of its guard options, and the block that records the code the plain build ran.
 
-The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and with its
-executed code recorded (census.changed); a scenario's pipeline is built afresh, its calibration the plain one's. Both
-take the suite's path (suite.pipelines.prepare), where a raise while building, calibrating or turning the scenario on
-is the checks' finding. What cannot be checked here raises NotChecked with its sentence, which the pytest side skips
-the item with and counts.
+The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and inside that
+block (census.changed records its executed code for --nosync-changed); a scenario's pipeline is built afresh, its
+calibration the plain one's. Both take the suite's path (suite.pipelines.prepare), where a raise while building,
+calibrating or turning the scenario on is the checks' finding. What cannot be checked here raises NotChecked with its
+sentence, which the pytest side skips the item with and counts.
 """
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,7 +29,6 @@ from ..suite.scenarios import NotApplicable
 from ..suite.shared_traces import TraceStore
 from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
-from .changed import recorded
 from .modular import ModularTester, is_modular_tester
 from .modular_untested import ModularUntested, UntestedModularTester
 from .testers import NotDrivable, Tester
@@ -68,14 +67,9 @@ class Built:
         return calibration.denoiser if calibration is not None else "transformer"
 
 
-@dataclass(frozen=True)
-class Recording:
-    """Where a tester's plain build and calibration record the code they ran, for a later --nosync-changed
-    (census.changed.recorded): pytest's cache (None: nothing is recorded), the tester's class id, its test file."""
-
-    cache: Any
-    class_id: str
-    test_file: Path
+# The block the plain build and calibration run in, which records the code they ran for a later --nosync-changed
+# (census.changed.recorded, with where it records: given by the pytest side, which knows pytest's cache)
+Recording = Callable[[], AbstractContextManager]
 
 
 Options = Callable[[str, str], GuardOptions]  # (the tester's target name, its denoiser) → the item's GuardOptions
@@ -126,9 +120,8 @@ def prepared(
     ctx: CallContext,
     recording: Recording,
 ) -> Prepared:
-    """The tester's pipeline on ctx's device with `scenario` (see the module doc; `recording` says where the plain
-    build and calibration record the code they ran). NotChecked for a tester that cannot be driven here, or a
-    scenario that does not apply."""
+    """The tester's pipeline on ctx's device with `scenario` (see the module doc; the plain build and calibration run
+    inside `recording()`). NotChecked for a tester that cannot be driven here, or a scenario that does not apply."""
     if built.not_drivable:
         raise NotChecked(f"not checked: {built.not_drivable}")
     plain = (str(ctx.device), PLAIN, ())
@@ -136,7 +129,7 @@ def prepared(
 
         def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
-            with recorded(recording.cache, recording.class_id, recording.test_file), torch_defaults():
+            with recording(), torch_defaults():
                 built.tester = built.tester or _driver(tester_class)
                 pipe = built.tester.build(ctx.device, ctx.dtype)
                 # a class's checks start from empty class-level caches, whatever the worker built before; its

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Generator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .. import ids
 from ..census import coverage
-from ..census.changed import ChangesError, repo_of, roots_of, select
+from ..census.changed import ChangesError, recorded, repo_of, roots_of, select
 from ..census.outcomes import Coverage, add_exports, outcome_of, skipped, tested_class_name
 from ..findings import Report
 from ..scenarios import PLAIN
@@ -258,14 +259,14 @@ class Census:
         """The item's check on its tester's pipeline, with the item's scenario (census.building.run, given what it
         needs of the run); what cannot be checked here is skipped with its reason."""
         # the census's driving imports torch and the suite: only once a census item runs
-        from ..census.building import Built, NotChecked, Recording, TraceStore, run
+        from ..census.building import Built, NotChecked, TraceStore, run
 
         def options(target: str, denoiser: str) -> GuardOptions:
             return self.session.guard_options(item, item.check, target, item.scenario.name, denoiser=denoiser)
 
         built = self._built.setdefault(item.tester_class, Built())
         # the code the tester's plain pipeline runs, recorded for a later --nosync-changed (census.changed)
-        recording = Recording(getattr(self.session.config, "cache", None), item.class_id, item.path)
+        recording = partial(recorded, getattr(self.session.config, "cache", None), item.class_id, item.path)
         try:
             return run(built, item.tester_class, item.scenario, item.check,
                        ctx=self.session.suite.check_context(item.check),
