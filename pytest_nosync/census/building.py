@@ -1,6 +1,7 @@
 """A census item's run without pytest (`run`): its tester's pipeline built and calibrated, its scenario turned on, its
-check, from what the pytest side (plugin.census) passes in: the item's parts, the call context its check runs in, a
-maker of its guard options, and the block that records the code the plain build ran.
+check, from what the pytest side (plugin.census) passes in: the item's parts (its tester's state, which makes the
+driver collection chose for it), the call context its check runs in, a maker of its guard options, and the block that
+records the code the plain build ran.
 
 The plain pipeline is built and calibrated first, once per run, under the checks' torch defaults and inside that
 block (census.changed records its executed code for --nosync-changed); a scenario's pipeline is built afresh, its
@@ -29,10 +30,7 @@ from ..suite.scenarios import NotApplicable
 from ..suite.shared_traces import TraceStore
 from ..suite.targets.base import CallContext
 from ..suite.torch_defaults import torch_defaults
-from .modular import ModularTester, is_modular_tester
-from .modular_untested import ModularUntested, UntestedModularTester
 from .testers import NotDrivable, Tester
-from .untested import Untested, UntestedTester
 
 
 class NotChecked(Exception):
@@ -42,8 +40,10 @@ class NotChecked(Exception):
 
 @dataclass
 class Built:
-    """A tester's state in this run: its driver, and its pipeline per device (or why it cannot be driven)."""
+    """A tester's state in this run: what makes its driver (chosen at collection), the driver once made, and its
+    pipeline per device (or why it cannot be driven)."""
 
+    driver: Callable[[], Tester]
     tester: Tester | None = None
     pipelines: dict[tuple, Prepared] = field(default_factory=dict)  # (device, scenario, its settings) → pipeline
     not_drivable: str = ""
@@ -77,7 +77,6 @@ Options = Callable[[str, str], GuardOptions]  # (the tester's target name, its d
 
 def run(
     built: Built,
-    tester_class: type | Untested,
     scenario: Scenario,
     check_name: str,
     *,
@@ -88,23 +87,13 @@ def run(
     test_id: str,
     share: TraceStore | None = None,
 ) -> Report:
-    """A census item's report: `check_name` on `tester_class`'s pipeline with `scenario` (`built`: the tester's state
-    in this run), in the suite's call context for the check `ctx` (float32 unless `dtype`), under
+    """A census item's report: `check_name` on its tester's pipeline with `scenario` (`built`: the tester's state in
+    this run), in the suite's call context for the check `ctx` (float32 unless `dtype`), under
     `options(target, denoiser)` once the tester is built (`share`: the run's store of graph verdicts,
     suite.shared_traces). NotChecked for what cannot be checked here."""
     ctx = census_context(ctx, dtype)
-    pipeline = prepared(built, tester_class, scenario, ctx, recording)
+    pipeline = prepared(built, scenario, ctx, recording)
     return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
-
-
-def _driver(tester_class: type | Untested) -> Tester:
-    """The driver of a census row: an untested modular class's or an untested class's (through their siblings), a
-    modular config's or a tester class's."""
-    if isinstance(tester_class, ModularUntested):
-        return UntestedModularTester(tester_class)
-    if isinstance(tester_class, Untested):
-        return UntestedTester(tester_class)
-    return ModularTester(tester_class) if is_modular_tester(tester_class) else Tester(tester_class)
 
 
 def census_context(ctx: CallContext, dtype: str | None) -> CallContext:
@@ -115,7 +104,6 @@ def census_context(ctx: CallContext, dtype: str | None) -> CallContext:
 
 def prepared(
     built: Built,
-    tester_class: type | Untested,
     scenario: Scenario,
     ctx: CallContext,
     recording: Recording,
@@ -130,7 +118,7 @@ def prepared(
         def calibrated() -> Any:
             # built and calibrated under the checks' torch defaults: a module's determinism decides no call
             with recording(), torch_defaults():
-                built.tester = built.tester or _driver(tester_class)
+                built.tester = built.tester or built.driver()
                 pipe = built.tester.build(ctx.device, ctx.dtype)
                 # a class's checks start from empty class-level caches, whatever the worker built before; its
                 # scenarios' pipelines then add a few entries each, in the same order every run
@@ -193,14 +181,7 @@ def checked(
         raise NotChecked(f"not checkable: {exc}") from None
     report.metrics["pipeline"] = target.pipeline_class
     report.metrics["denoiser"] = target.denoiser
-    if isinstance(tester, UntestedTester | UntestedModularTester) and tester.standing_in:  # a tester written here
-        report.metrics["standin"] = tester.standing_in
-    if tester.calibration is not None and tester.calibration.freed:  # inputs that free its steps: said so
-        report.metrics["steps_freed_by"] = tester.calibration.freed
-    if isinstance(tester, UntestedTester) and tester.generated:  # checked with inputs no tester gives: said so
-        report.metrics["generated_inputs"] = list(tester.generated)
-    if isinstance(tester, UntestedTester) and tester.made_components:  # and components: said so too
-        report.metrics["generated_components"] = [f"{name}: {how}" for name, how in tester.made_components.items()]
+    report.metrics.update(tester.report_facts())  # a stand-in tester, generated inputs or components: said so
     return report
 
 

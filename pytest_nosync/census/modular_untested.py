@@ -31,7 +31,7 @@ import torch
 from ..suite.targets.base import CallContext
 from .hub_standins.modular_repos import RELEASED_IN, NoStandIn, components_for
 from .modular import REPO, ModularTester, provider, ready
-from .testers import NotDrivable, _input_binder, _reason, tester_name, untested_name
+from .testers import NotDrivable, Tester, _input_binder, _reason, tester_name, untested_name
 from .untested import Exported, Plan, Untested, _init_parameters, _raise_site
 
 
@@ -41,6 +41,10 @@ class ModularUntested(Untested):
     run's modular configs of its family (`siblings`, best first)."""
 
     blocks_class: type | None = None
+
+    def driver(self) -> Tester:
+        """Its driver, through its family's modular configs or classic testers."""
+        return UntestedModularTester(self)
 
 
 def plan(classic: Plan, configs: Iterable[type], named: Iterable[str], testers: Iterable[type] = ()) -> Plan:
@@ -171,6 +175,11 @@ class UntestedModularTester(ModularTester):
     def standing_in(self) -> str:
         """The stand-in tester it is built through (census.standin_testers), by name; "" for another sibling."""
         return self.untested.standing_in(self._chosen)
+
+    def report_facts(self) -> dict[str, Any]:
+        """A modular config's facts, and the stand-in tester it is built through, where it is."""
+        facts = {"standin": self.standing_in} if self.standing_in else {}
+        return {**facts, **super().report_facts()}
 
     def components(self) -> dict[str, Any]:
         """The sibling config's stand-in's components, or the classic sibling's dummy components."""

@@ -260,6 +260,11 @@ class Tester:
         """`inputs` for a call of `steps` num_inference_steps."""
         return {**inputs, "num_inference_steps": steps}
 
+    def report_facts(self) -> dict[str, Any]:
+        """What a report of its pipeline says beside its findings: the inputs that free its steps, where any do."""
+        freed = self.calibration.freed if self.calibration is not None else None
+        return {"steps_freed_by": freed} if freed else {}
+
     def target(self) -> Target:
         """The tester as a Target of the suite (the denoiser known once calibrated)."""
         return Target(

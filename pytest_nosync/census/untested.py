@@ -193,6 +193,10 @@ class Untested:
         """The stand-in tester (census.standin_testers) `chosen` is, by name; "" for another sibling, or none."""
         return tester_name(chosen) if chosen is not None and chosen in self.standins else ""
 
+    def driver(self) -> Tester:
+        """Its driver, through its siblings (made once its first check runs: the siblings are tried then)."""
+        return UntestedTester(self)
+
 
 @dataclass
 class Plan:
@@ -483,6 +487,17 @@ class UntestedTester(Tester):
     def standing_in(self) -> str:
         """The stand-in tester it is built through (census.standin_testers), by name; "" for a tester's sibling."""
         return self.untested.standing_in(self._chosen)
+
+    def report_facts(self) -> dict[str, Any]:
+        """A tester's facts, and what no tester gives it: the stand-in tester it is built through, the inputs generated
+        for it and the components made for it."""
+        facts = {"standin": self.standing_in} if self.standing_in else {}
+        facts.update(super().report_facts())
+        if self.generated:
+            facts["generated_inputs"] = list(self.generated)
+        if self.made_components:
+            facts["generated_components"] = [f"{name}: {how}" for name, how in self.made_components.items()]
+        return facts
 
     def components(self) -> dict[str, Any]:
         """The sibling's dummy components the class's `__init__` takes (a fresh set each time, as a tester's), and

@@ -17,7 +17,7 @@ class, under a modular config of its family: census.modular_untested),
 from __future__ import annotations
 
 import inspect
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..census.building import Built
     from ..census.changed import Selection
     from ..census.hub_standins import Installation
+    from ..census.testers import Tester
     from ..detection.guard_options import GuardOptions
     from ..scenarios import Scenario
     from ..suite.shared_traces import TraceStore
@@ -45,13 +46,20 @@ EXPORTS_KEY = "nosync_census_exports"  # the same: the exported pipeline classes
 DEPRECATED_KEY = "nosync_census_deprecated"  # the same: those of them diffusers deprecates
 OUTCOME_KEY = "nosync_census"  # a check's outcome, in its test report's user properties
 
+# Makes an item's driver (census.testers.Tester or a subclass): chosen at collection, where the kind of row is known (a
+# tester class, a modular config, an untested class through its siblings); made when its first item runs.
+Driver = Callable[[], "Tester"]
+
 
 class TesterCheck(pytest.Item):
     """One check of one tester class's pipeline."""
 
-    def __init__(self, *, tester_class: type, check: str, scenario: Scenario, census: Census, **kwargs: Any) -> None:
+    def __init__(
+        self, *, tester_class: Any, driver: Driver, check: str, scenario: Scenario, census: Census, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.tester_class = tester_class
+        self.driver = driver  # makes the tester's driver, once an item of it runs (census.building.Built)
         self.check = check
         self.scenario = scenario
         self.census = census
@@ -119,9 +127,9 @@ class Census:
         from ..census import modular, testers
 
         if testers.is_pipeline_tester(obj):
-            source = testers.provider(obj)
+            source, driver = testers.provider(obj), partial(testers.Tester, obj)
         elif modular.is_modular_tester(obj):  # a Modular Diffusers tester config: one target per config class
-            source = modular.provider(obj)
+            source, driver = modular.provider(obj), partial(modular.ModularTester, obj)
         else:
             return result
         nodes = result if isinstance(result, list) else [result]
@@ -129,7 +137,7 @@ class Census:
         for node in nodes:
             if isinstance(node, pytest.Class) and source not in claimed:
                 claimed.add(source)
-                self._add_checks(node, obj)
+                self._add_checks(node, obj, driver)
                 if testers.is_pipeline_tester(obj):
                     self._testers.setdefault(obj, node)
                 else:
@@ -138,20 +146,21 @@ class Census:
                 self._named.update([named] if named else [])
         return result
 
-    def _add_checks(self, node: pytest.Class, tester_class: type) -> None:
+    def _add_checks(self, node: pytest.Class, tester_class: type, driver: Driver) -> None:
         collect = node.collect
 
         def with_checks() -> list[Any]:
-            return list(collect()) + self._checks(node, tester_class)
+            return list(collect()) + self._checks(node, tester_class, driver)
 
         node.collect = with_checks  # type: ignore[method-assign]
 
-    def _checks(self, parent: pytest.Collector, tester_class: Any) -> list[TesterCheck]:
+    def _checks(self, parent: pytest.Collector, tester_class: Any, driver: Driver) -> list[TesterCheck]:
         return [
             TesterCheck.from_parent(
                 parent,
                 name=ids.item_name(check, scenario.name),
                 tester_class=tester_class,
+                driver=driver,
                 check=check,
                 scenario=scenario,
                 census=self,
@@ -188,7 +197,7 @@ class Census:
         planned = modular_untested.plan(classic, self._modular, named, self._testers)
         for entry in planned.untested:
             parent = UntestedClass.from_parent(testers[entry.parent], name=entry.name)
-            for item in self._checks(parent, entry):
+            for item in self._checks(parent, entry, entry.driver):
                 item.extra_keyword_matches.add(ids.UNTESTED)  # `-k untested` selects them
                 if _asked_for(item, config):
                     items.append(item)
@@ -264,12 +273,11 @@ class Census:
         def options(target: str, denoiser: str) -> GuardOptions:
             return self.session.guard_options(item, item.check, target, item.scenario.name, denoiser=denoiser)
 
-        built = self._built.setdefault(item.tester_class, Built())
+        built = self._built.setdefault(item.tester_class, Built(item.driver))
         # the code the tester's plain pipeline runs, recorded for a later --nosync-changed (census.changed)
         recording = partial(recorded, getattr(self.session.config, "cache", None), item.class_id, item.path)
         try:
-            return run(built, item.tester_class, item.scenario, item.check,
-                       ctx=self.session.suite.check_context(item.check),
+            return run(built, item.scenario, item.check, ctx=self.session.suite.check_context(item.check),
                        dtype=self.session.settings.dtype, options=options, recording=recording,
                        test_id=item.check_id, share=self._shared_traces(TraceStore))  # fmt: skip
         except NotChecked as exc:
