@@ -123,6 +123,32 @@ def test_a_check_without_a_verdict_shows_why_and_no_number() -> None:
     assert coverage.count(Verdict.CHECKED) == 0 and coverage.fully_checked == 0 and len(coverage.all()) == 3
 
 
+def test_a_rows_note_follows_the_columns_whatever_order_the_workers_finished_its_checks_in() -> None:
+    """The reasons and the raise a row's note names come in the table's column order: two runs with the same verdicts
+    render the same note, however xdist's workers interleaved a class's checks."""
+    error = Finding("error", "/x/diffusers/pipelines/p.py:3", step=0, status=Status.FAIL, detail="ValueError: first")
+    later = Finding("error", "/x/diffusers/pipelines/p.py:9", step=0, status=Status.FAIL, detail="KeyError: later")
+    reports = [_report(SANA, "syncs", error), _report(SANA, "syncs-first_block_cache", later)]
+    skip = {
+        f"sana:{column}": outcomes.skipped(f"not checkable: {column} has no support here", "SanaSprintPipeline")
+        for column in ("graph_breaks-first_block_cache", "alloc_growth")
+    }
+    notes = set()
+    for order in (slice(None), slice(None, None, -1)):
+        coverage = _coverage(reports[order], "SanaSprintPipeline", **dict(list(skip.items())[order]))
+        (row,) = table.rows(reports[order], coverage)
+        notes.add(row.note)
+    assert notes == {"raises: ValueError: first"}
+    reasons = set()
+    for order in (slice(None), slice(None, None, -1)):
+        (row,) = table.rows([], _coverage([], "SanaSprintPipeline", **dict(list(skip.items())[order])))
+        reasons.add(row.note)
+    assert reasons == {
+        "not checked: not checkable: alloc_growth has no support here; "
+        "not checked: not checkable: graph_breaks-first_block_cache has no support here"
+    }
+
+
 def test_parts_of_one_census_merge_into_one_table_and_coverage() -> None:
     first, first_coverage, second, second_coverage = _parts()
     merged = outcomes.merge([first_coverage, second_coverage])
