@@ -46,7 +46,8 @@ class ItemReports(Protocol):
 
 
 class SuiteCalls(Protocol):
-    """Where and how the suite calls pipelines, its scenarios, and the plain pipelines this run has built."""
+    """Where and how the suite calls pipelines (and where a given check runs), its scenarios, and the plain pipelines
+    this run has built."""
 
     @property
     def call_context(self) -> CallContext: ...
