@@ -127,11 +127,13 @@ class Census:
         from ..census import modular, testers
 
         if testers.is_pipeline_tester(obj):
-            source, driver = testers.provider(obj), partial(testers.Tester, obj)
+            source = testers.provider(obj)
         elif modular.is_modular_tester(obj):  # a Modular Diffusers tester config: one target per config class
-            source, driver = modular.provider(obj), partial(modular.ModularTester, obj)
+            source = modular.provider(obj)
         else:
             return result
+        # a modular config is driven from its blocks, also one that has a classic tester's methods as well
+        driver = partial(modular.ModularTester if modular.is_modular_tester(obj) else testers.Tester, obj)
         nodes = result if isinstance(result, list) else [result]
         claimed = self._claimed.setdefault(collector, set())
         for node in nodes:

@@ -107,6 +107,22 @@ def test_a_modular_config_gets_one_check_per_suite_check_once(pytester: pytest.P
     ]
 
 
+def test_a_modular_config_with_a_classic_testers_methods_too_is_built_from_its_blocks(
+    pytester: pytest.Pytester,
+) -> None:
+    """A config that also gives `get_dummy_components` is still driven as a modular config (census.modular): its
+    pipeline comes from its blocks and its repository, never from the classic method."""
+    configs = CONFIGS.format(read=False, repo=REPO).replace(
+        "    def get_dummy_inputs(self, seed=0):",
+        "    def get_dummy_components(self):\n        raise RuntimeError('built the classic way')\n\n"
+        "    def get_dummy_inputs(self, seed=0):",
+    )
+    pytester.makepyfile(test_modular_pipeline_loop=configs)
+    result = pytester.runpytest("-m", "gpu", "--nosync", "-k", "nosync and syncs", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "built the classic way" not in result.stdout.str()
+
+
 def test_a_clean_modular_loop_passes_every_check_over_its_loop_blocks_steps(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_modular_pipeline_loop=CONFIGS.format(read=False, repo=REPO))
     result = pytester.runpytest("-m", "gpu", "--nosync", "-p", "no:cacheprovider", "--nosync-report=report.json")
