@@ -18,6 +18,7 @@ it does not apply to.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -25,6 +26,9 @@ from typing import Any
 
 PLAIN = "plain"
 AUTO = "auto"  # a parameter set as diffusers documents it for the pipeline (suite.scenarios says how)
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")  # a bool parameter's words
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,18 @@ class Param:
 
     def read(self, raw: str, name: str) -> Any:
         kind = type(self.default)
+        if kind is bool:  # a word that is neither is a mistake, not False (`fullgraph=on` once read as False)
+            if raw.lower() not in _TRUE + _FALSE:
+                raise ValueError(f"{name} must be true or false, got {raw!r}")
+            return raw.lower() in _TRUE
         try:
-            value = (raw.lower() in ("1", "true", "yes")) if kind is bool else kind(raw)
+            value = kind(raw)
         except ValueError:
             raise ValueError(f"{name} must be a {kind.__name__}, got {raw!r}") from None
+        if kind is float and math.isnan(value):  # NaN passes every range comparison
+            raise ValueError(f"{name} must be a number, got {raw!r}")
+        if kind is str:  # a choice as written in any case: `True` is `true`
+            value = next((c for c in self.choices if str(c).lower() == value.lower()), value)
         if self.choices and value not in self.choices:
             raise ValueError(f"{name} must be one of {', '.join(map(str, self.choices))}, got {raw!r}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
@@ -187,17 +199,28 @@ class UnknownScenario(ValueError):
 
 def parse(text: str | Iterable[str]) -> tuple[Scenario, ...]:
     """The scenarios of `NAME[:key=value...][,NAME...]` or `all` (every registered one, plain first), in order, each
-    once; UnknownScenario with one sentence for an unknown name or a parameter out of range."""
-    items = [t.strip() for t in (text.split(",") if isinstance(text, str) else text) if t.strip()]
+    named once; UnknownScenario with one sentence for an unknown name, a name given twice or a parameter out of
+    range."""
+    given = text.split(",") if isinstance(text, str) else list(text)
+    wrong = next((t for t in given if not isinstance(t, str)), None)
+    if wrong is not None:  # a marker's list: `scenarios=["lora", 3]`
+        raise UnknownScenario(f"a scenario is named by a string, got {wrong!r}")
+    items = [t.strip() for t in given if t.strip()]
     if not items:
         raise UnknownScenario("needs at least one scenario name, or all")
     if items == ["all"]:
         return tuple(SCENARIOS.values())
+    if "all" in items:
+        raise UnknownScenario("all is every scenario: name it alone, or name scenarios without it")
     chosen: dict[str, Scenario] = {}
     for item in items:
         name, *settings = item.split(":")
         if name not in SCENARIOS:
             raise UnknownScenario(f"unknown scenario {name!r}; known: all, {', '.join(SCENARIOS)}")
+        if name in chosen:  # the ids name a scenario, not its settings: a second one would replace the first
+            raise UnknownScenario(
+                f"scenario {name} is named twice: name it once, with all its parameters ({name}:a=1:b=2)"
+            )
         values = {}
         for setting in settings:
             key, sep, raw = setting.partition("=")

@@ -50,12 +50,30 @@ def test_a_selection_reads_names_settings_and_all() -> None:
         ("lora:rank", "lora:rank: a parameter is key=value, got 'rank'"),
         ("layerwise_casting:storage_dtype=int8", "layerwise_casting:storage_dtype must be one of float8_e4m3fn"),
         ("", "needs at least one scenario name, or all"),
+        # each once: the ids name a scenario, not its settings, and a second one replaced the first (0.1 never ran)
+        (
+            "first_block_cache:threshold=0.1,first_block_cache:threshold=0.3",
+            "scenario first_block_cache is named twice",
+        ),
+        ("all,plain", "all is every scenario: name it alone"),
+        ("regional_compile:fullgraph=ture", "regional_compile:fullgraph must be true or false, got 'ture'"),
+        ("first_block_cache:threshold=nan", "first_block_cache:threshold must be a number, got 'nan'"),
+        (["lora", 3], "a scenario is named by a string, got 3"),  # a marker's list
     ],
 )
 def test_a_bad_selection_is_one_sentence(text: str, message: str) -> None:
     with pytest.raises(UnknownScenario) as raised:
         parse(text)
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+def test_a_bool_reads_the_words_of_either_value_and_a_choice_in_any_case() -> None:
+    """`on` is true (it was read as False: only 1, true and yes were true, any other word false)."""
+    for word, value in (("on", True), ("Yes", True), ("1", True), ("off", False), ("no", False), ("FALSE", False)):
+        (compiled,) = parse(f"regional_compile:fullgraph={word}")
+        assert compiled.value("fullgraph") is value, word
+    (faster,) = parse("faster_cache:is_guidance_distilled=True")
+    assert faster.value("is_guidance_distilled") == "true"
 
 
 def test_settings_keep_the_registry_unchanged() -> None:
