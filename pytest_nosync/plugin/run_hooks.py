@@ -88,7 +88,7 @@ class RunHooks:
             if marker is not None and "scenarios" not in marker.kwargs:  # --nosync-scenarios's: counted, not failed
                 pytest.skip(f"not checkable: {why}")
             pytest.fail(why, pytrace=False)
-        if id(pipeline) in session.scenario_pipelines:
+        if pipeline in session.scenario_pipelines:
             pytest.fail(f"scenario {scenario.name}: this pipeline already has a scenario on: build a new one per test "
                         "(a function-scoped fixture)", pytrace=False)  # fmt: skip
         from ..detection import devices  # imports torch: after option checks
@@ -96,7 +96,7 @@ class RunHooks:
         from ..suite.pipelines import prepare  # imports torch: after option checks
 
         options = session.guard_options(item)
-        session.scenario_pipelines.add(id(pipeline))
+        session.scenario_pipelines.add(pipeline)
         # the suite's one path to a pipeline, the test's own already built (later tests of the process keep the
         # attention backend they had: suite.scenarios.kept_process_wide)
         device = devices.execution_device(session.settings.backend)

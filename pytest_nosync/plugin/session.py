@@ -15,6 +15,7 @@ options are checked, and a usage error stays quick.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -63,7 +64,9 @@ class NosyncSession:
         self.unwritten: list[str] = []  # outputs that could not be written at the end: one sentence each, exit 4
         self.census: Census | None = None  # diffusers' tester classes under the gate (plugin.census)
         self.shards: CensusShards | None = None  # --nosync-shard and --nosync-durations (plugin.census_shard)
-        self.scenario_pipelines: set[int] = set()  # ids of the pipelines a marked test turned a scenario on for
+        # the pipelines a marked test turned a scenario on for, held weakly: a pipeline freed since is not one of them
+        # (ids were kept, and a fresh pipeline given a freed one's id was refused as having a scenario on)
+        self.scenario_pipelines: weakref.WeakSet = weakref.WeakSet()
         # marked tests of the user's own pipelines by where their scenarios come from: the option, or their marker
         self.scenario_tests: dict[str, set[str]] = {"option": set(), "marker": set()}
         self.started = time.time()  # traces modified since are this run's: never pruned
