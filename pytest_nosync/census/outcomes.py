@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .. import ids
+from ..checks import SUITE_CHECKS
 from ..findings import Kind, Report, Status, _Named
 from ..source_identity import short_place
 
@@ -150,11 +151,10 @@ class Coverage:
     def reasons(self, *verdicts: Verdict) -> dict[str, list[str]]:
         """Why checks of these verdicts did not reach one: reason → `<tester>::<check>`, most frequent first."""
         out: dict[str, list[str]] = {}
-        for tester, checks in self.outcomes.items():
-            for column, o in checks.items():
-                if o.verdict in verdicts:
-                    out.setdefault(o.reason, []).append(ids.coverage_key(tester, column))
-        return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
+        for tester, column, o in self._in_order():
+            if o.verdict in verdicts:
+                out.setdefault(o.reason, []).append(ids.coverage_key(tester, column))
+        return _most_first(out)
 
     def summary(self) -> list[str]:
         """The coverage as the run's summary says it: checks and fully checked classes, then the grouped reasons."""
@@ -182,7 +182,7 @@ class Coverage:
                         f"  {len(where)} check(s) of {len(testers)} class(es) {said}{note}: {reason} (e.g. {where[0]})"
                     )
         lines += self._exports_summary()
-        for error, modules in sorted(self.import_failures.items(), key=lambda kv: -len(kv[1])):
+        for error, modules in _most_first({e: sorted(m) for e, m in self.import_failures.items()}).items():
             lines.append(
                 f"nosync: {len(modules)} test module(s) could not be imported: {error}{_import_hint(error)} "
                 f"(e.g. {modules[0]})"
@@ -201,7 +201,7 @@ class Coverage:
                 checked.append(name)
             else:
                 others.setdefault(why or _no_verdict(seen.get(name, [])), []).append(name)
-        return checked, dict(sorted(others.items(), key=lambda kv: -len(kv[1])))
+        return checked, _most_first(others)
 
     def _exports_summary(self) -> list[str]:
         if not self.exports or not self.outcomes:  # a run that checked nothing (--collect-only) has no count
@@ -225,12 +225,16 @@ class Coverage:
     def _by_cause(self) -> dict[str, list[str]]:
         """The raised checks by what raised (`IndexError at diffusers/...:470: <first line>`), most frequent first."""
         out: dict[str, list[str]] = {}
-        for tester, checks in self.outcomes.items():
-            for column, o in checks.items():
-                if o.verdict == Verdict.RAISED:
-                    said = f"{o.exception} at {o.where}: {o.message}" if o.exception else o.reason
-                    out.setdefault(said.rstrip(": "), []).append(ids.coverage_key(tester, column))
-        return dict(sorted(out.items(), key=lambda kv: -len(kv[1])))
+        for tester, column, o in self._in_order():
+            if o.verdict == Verdict.RAISED:
+                said = f"{o.exception} at {o.where}: {o.message}" if o.exception else o.reason
+                out.setdefault(said.rstrip(": "), []).append(ids.coverage_key(tester, column))
+        return _most_first(out)
+
+    def _in_order(self) -> list[tuple[str, str, CheckOutcome]]:
+        """(tester, column, outcome) by tester and column, not in the order the workers finished: a run says the same
+        whatever the order."""
+        return [(t, c, self.outcomes[t][c]) for t in sorted(self.outcomes) for c in column_order(self.outcomes[t])]
 
     def _outcome(self, where: str) -> CheckOutcome:
         tester, column = ids.parse_coverage_key(where)
@@ -264,6 +268,18 @@ class Coverage:
         }
         failures = {k: list(v) for k, v in raw.get("import_failures", {}).items()}
         return cls(outcomes, failures, dict(raw.get("exports", {})), set(raw.get("deprecated", [])))
+
+
+def column_order(columns: Iterable[str]) -> list[str]:
+    """Columns in the census table's order: the suite's checks in CHECKS' order, then the others (a check under a
+    scenario) sorted."""
+    columns = set(columns)
+    return [c for c in SUITE_CHECKS if c in columns] + sorted(columns - set(SUITE_CHECKS))
+
+
+def _most_first(grouped: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Groups by size, the largest first; groups of one size by their key (not by when they were met)."""
+    return dict(sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0])))
 
 
 def merge(parts: Iterable[Coverage]) -> Coverage:

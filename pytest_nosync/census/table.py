@@ -22,7 +22,7 @@ from ..checks import CHECKS, SUITE_CHECKS
 from ..findings import Kind, Phase, Report, Status
 from ..scenarios import PLAIN
 from ..source_identity import short_place
-from .outcomes import CheckOutcome, Coverage, Verdict, outcome_of
+from .outcomes import CheckOutcome, Coverage, Verdict, column_order, outcome_of
 from .raises import Causes, causes
 
 COUNTED = (Status.FAIL, Status.KNOWN, Status.BUDGET)  # what the code does, whatever the policy made of it
@@ -71,7 +71,7 @@ class Row:
 def columns(coverage: Coverage) -> list[str]:
     """The census's columns: the suite's checks in CHECKS' order, then any other column its outcomes have."""
     seen = {column for checks in coverage.outcomes.values() for column in checks}
-    return [c for c in SUITE_CHECKS if c in seen or not seen] + sorted(seen - set(SUITE_CHECKS))
+    return column_order(seen) if seen else list(SUITE_CHECKS)
 
 
 def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:

@@ -184,6 +184,41 @@ def test_the_coverage_counts_checks_and_fully_checked_classes_with_grouped_reaso
     assert again.summary() == coverage.summary()
 
 
+def test_the_coverage_says_the_same_whatever_order_its_outcomes_arrived_in() -> None:
+    """The summary's groups of one size, and the example each names, do not follow the order the workers finished
+    in: two runs of one census said their 4-check reasons in another order (G1 against Q5), S against S3 too."""
+    hub = outcomes.skipped("needs a hub repository", "GlmPipeline")
+    offload = outcomes.skipped("not checkable: offloading needs an accelerator", "WanPipeline")
+    raised = [
+        _raise(t, c, "KeyError", "x", "/d/diffusers/a.py:1") for t in (WAN, FLUX) for c in ("syncs", "alloc_growth")
+    ]
+    arrivals = [
+        [
+            ("glm", "syncs", hub),
+            ("glm", "alloc_growth", hub),
+            ("sana", "syncs", offload),
+            ("sana", "host_overhead", offload),
+        ],
+        [
+            ("sana", "host_overhead", offload),
+            ("glm", "alloc_growth", hub),
+            ("sana", "syncs", offload),
+            ("glm", "syncs", hub),
+        ],
+    ]
+    said = set()
+    for order, arrived in zip((raised, raised[::-1]), arrivals, strict=True):
+        coverage = _coverage(order, "P")
+        for tester, column, outcome in arrived:
+            coverage.add(f"tests/pipelines/{dict(sana=SANA, glm=GLM)[tester]}", column, outcome)
+        said.add(tuple(coverage.summary()))
+        assert list(coverage.reasons(Verdict.SKIPPED)) == [
+            "needs a hub repository",
+            "not checkable: offloading needs an accelerator",
+        ]
+    assert len(said) == 1, said
+
+
 def test_a_collection_error_names_its_last_line() -> None:
     text = (
         "ImportError while importing test module 'x.py'.\nTraceback:\n  ...\n"
@@ -416,7 +451,7 @@ def test_a_raised_cell_says_what_raised_once_per_cause() -> None:
     assert "| raised [^r1] |" in markdown and markdown.rstrip().endswith("(1 cell)")
     assert (
         "  2 check(s) of 2 class(es) raised IndexError at diffusers/hooks/faster_cache.py:470: tuple index out of "
-        f"range (e.g. tests/pipelines/{WAN}::syncs-faster_cache)"
+        f"range (e.g. tests/pipelines/{FLUX}::syncs-faster_cache)"  # the first by tester, not the first to arrive
     ) in coverage.summary()
 
 
