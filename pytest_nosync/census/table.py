@@ -99,7 +99,9 @@ def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:
 def render(reports: Iterable[Report], coverage: Coverage, environment: Mapping[str, Any], title: str) -> str:
     table = rows(reports, coverage)
     wanted = columns(coverage)
-    with_syncs = sum(1 for r in table if "syncs" in r.cells and r.cells["syncs"].checked and r.cells["syncs"].count)
+    # a sync under any scenario counts the row (a scenario census may have no plain column)
+    syncs = [c for c in wanted if ids.parse_column(c).check == "syncs"]
+    with_syncs = sum(1 for r in table if any(r.cells[c].checked and r.cells[c].count for c in syncs))
     raised = sum(1 for r in table if any(c.outcome and c.outcome.verdict == Verdict.RAISED for c in r.cells.values()))
     checks = len(coverage.all())
     lines = [

@@ -89,6 +89,15 @@ def test_a_row_says_the_inputs_its_steps_were_freed_by() -> None:
     assert row.note == f"its steps freed by {freed}"
 
 
+def test_the_summary_counts_a_sync_under_a_scenario_where_the_census_has_no_plain_column() -> None:
+    """A census of one scenario (`--nosync-scenarios=faster_cache`) said 0 classes with a sync while its cells showed
+    them: it counted the plain `syncs` column alone."""
+    reports = [_report(WAN, "syncs-faster_cache", _sync(0), _sync(1)), _report(FLUX, "syncs-faster_cache")]
+    text = table.render(reports, _coverage(reports, "P"), {}, "T")
+    assert "1 with a sync in their steady steps" in text
+    assert text.count("| 2: `diffusers/schedulers/scheduling_unipc_multistep.py:886` |") == 1
+
+
 def test_a_place_without_a_file_is_named_as_it_is() -> None:
     generated = [_report(WAN, "syncs", _sync(1, where="<eval_with_key>.21:18"))]
     (row,) = table.rows(generated, _coverage(generated, "WanPipeline"))
