@@ -40,3 +40,19 @@ def test_a_finding_the_baseline_does_not_know_is_new_and_fails(
     test_id = "tests/pipelines/x/test_x.py::XTests::nosync[syncs]"
     listed = f"- `{test_id}`: dtoh_sync at `diffusers/schedulers/scheduling_x.py:12` (2×)"
     assert (listed in done.stdout) is (code == 1), done.stdout
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["from-the-run's-folder", "from-its-checkout"])
+def test_a_new_place_is_named_inside_its_package_from_any_directory(tmp_path: Path, inside: bool) -> None:
+    """The run's machine's path is not the reader's: `census new` named `src/diffusers/...` from one directory and
+    `diffusers/...` from another, where every other output names the place inside its package."""
+    checkout = tmp_path / "src"
+    (checkout / "diffusers").mkdir(parents=True)
+    sync = Finding(Kind.DTOH_SYNC, f"{checkout}/diffusers/schedulers/scheduling_x.py:12", step=1, status=Status.FAIL)
+    report = Report(test_id="tests/pipelines/x/test_x.py::XTests::nosync[syncs]", target="x", check="syncs",
+                    findings=[sync])  # fmt: skip
+    path = tmp_path / "census.json"
+    path.write_text(json.dumps(run_report.document([report], {}, {"census": Coverage().to_dict()})))
+    done = subprocess.run([sys.executable, "-m", "pytest_nosync", "census", "new", str(path)],
+                          capture_output=True, text=True, cwd=checkout if inside else tmp_path)  # fmt: skip
+    assert "dtoh_sync at `diffusers/schedulers/scheduling_x.py:12`" in done.stdout, done.stdout

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from ...render import short_path
+from ...source_identity import short_place
 from .base import Output, census_of
 
 SHOWN = 50  # places listed; the rest are counted
@@ -19,7 +19,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     doc, reports, _ = census_of(args.report, required=False)
     # a writing run records what it would fail on: those findings are the ones a judged run fails on
-    new = Counter((r.test_id, str(f.kind), short_path(str(f.where))) for r in reports for f in r.failures)
+    # a place inside its package, as every census output names it: not the machine's path, whatever the directory
+    new = Counter((r.test_id, str(f.kind), short_place(f.where)) for r in reports for f in r.failures)
     gone = [r for r in doc.get("baseline_reviews", []) if r["status"] in ("fixed", "stale")]
     classes = doc.get("census", {}).get("classes", 0)
     print(f"## nosync census: {classes} tester classes, {len(reports)} checks\n")
