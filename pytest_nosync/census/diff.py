@@ -20,6 +20,8 @@ from ..findings import Report
 from .outcomes import Coverage
 from .table import Cell, Row, column_title, markdown_row, rows
 
+SHOWN = 10  # checks run in one census only, named; the rest counted
+
 
 class NothingInCommon(ValueError):
     """The two censuses ran no class and check in common: nothing to compare."""
@@ -66,6 +68,8 @@ class CensusDiff:
     compared: int  # classes run in both
     only_base: list[str] = field(default_factory=list)
     only_head: list[str] = field(default_factory=list)
+    # the checks of classes run in both that one census ran and the other did not: (tester, column, "base" or "head")
+    one_sided: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def worse(self) -> list[Change]:
@@ -89,6 +93,11 @@ class CensusDiff:
         if self.only_head or self.only_base:
             lines += ["", f"Run in one census only (not judged): {len(self.only_head)} in the head, "
                       f"{len(self.only_base)} in the base."]  # fmt: skip
+        if self.one_sided:
+            named = [f"`{ids.short_tester(t)}` {column_title(c)} ({side} only)" for t, c, side in self.one_sided]
+            more = f", and {len(named) - SHOWN} more" if len(named) > SHOWN else ""
+            lines += ["", f"Checks of those classes run in one census only (not judged): {len(named)}: "
+                      f"{'; '.join(named[:SHOWN])}{more}."]  # fmt: skip
         for heading, chosen in (("Worse", self.worse), ("Better", self.better)):
             if not chosen:
                 continue
@@ -112,19 +121,29 @@ def diff(base_reports: Iterable[Report], base: Coverage, head_reports: Iterable[
     common = sorted(t for t in set(base_rows) & set(head_rows) if _shared(base_rows[t], head_rows[t]))
     if not common:
         raise NothingInCommon("the two censuses ran no pipeline class in common")
-    changes = []
+    changes, one_sided = [], []
     for tester in common:
         was, now = base_rows[tester], head_rows[tester]
         for column in _shared(was, now):
             change = Change(now.pipeline, tester, column, was.cells[column], now.cells[column])
             if change.worse or change.better:
                 changes.append(change)
+        for column in dict.fromkeys([*was.cells, *now.cells]):  # each census's columns: one may have more
+            ran = (_ran(was, column), _ran(now, column))
+            if ran in ((True, False), (False, True)):
+                one_sided.append((tester, column, "base" if ran[0] else "head"))
     return CensusDiff(
         sorted(changes, key=lambda c: (c.pipeline, c.tester, c.column)),
         len(common),
         sorted(set(base_rows) - set(head_rows)),
         sorted(set(head_rows) - set(base_rows)),
+        one_sided,
     )
+
+
+def _ran(row: Row, column: str) -> bool:
+    cell = row.cells.get(column)
+    return cell is not None and cell.outcome is not None
 
 
 def _shared(base: Row, head: Row) -> list[str]:

@@ -300,6 +300,29 @@ def test_the_diff_names_a_new_sync_and_a_check_that_stopped_reaching_its_verdict
     assert better.returncode == 0 and "**0 got worse**, 1 better" in better.stdout
 
 
+def test_the_diff_names_a_check_of_a_class_in_both_that_one_census_ran_and_the_other_did_not(tmp_path: Path) -> None:
+    """Not judged, but named, as its docstring says: the diff of a head that no longer ran Wan's graph check said
+    only the classes run in one census, and nothing of the check."""
+    base = [_report(WAN, c) for c in CHECKS] + [_report(FLUX, "syncs")]
+    head = [_report(WAN, c) for c in CHECKS if c != "graph_breaks"] + [
+        _report(FLUX, "syncs"),
+        _report(FLUX, "alloc_growth"),
+    ]
+    result = diff(base, _coverage(base, "P"), head, _coverage(head, "P"))
+    assert result.one_sided == [
+        (f"tests/pipelines/{FLUX}", "alloc_growth", "head"),
+        (f"tests/pipelines/{WAN}", "graph_breaks", "base"),
+    ]
+    paths = (_write(tmp_path, "base.json", base, _coverage(base, "P")),
+             _write(tmp_path, "head.json", head, _coverage(head, "P")))  # fmt: skip
+    done = _cli("census", "diff", *paths)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "Checks of those classes run in one census only (not judged): 2: `test_flux.py::FluxFastTests` growth "
+    ) in done.stdout, done.stdout
+    assert "`test_wan.py::WanFastTests` graph breaks, recompiles (base only)." in done.stdout
+
+
 def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: Path) -> None:
     first, first_coverage, second, second_coverage = _parts()
     with pytest.raises(NothingInCommon):
