@@ -142,9 +142,10 @@ def diff(base_reports: Iterable[Report], base: Coverage, head_reports: Iterable[
 
 
 def _ran(row: Row, column: str) -> bool:
+    """The census ran the check and holds what it said (a verdict without its report has nothing to compare)."""
     cell = row.cells.get(column)
-    return cell is not None and cell.outcome is not None
+    return cell is not None and cell.outcome is not None and cell.reported
 
 
 def _shared(base: Row, head: Row) -> list[str]:
-    return [c for c in head.cells if c in base.cells and base.cells[c].outcome and head.cells[c].outcome]
+    return [c for c in head.cells if _ran(base, c) and _ran(head, c)]

@@ -36,10 +36,12 @@ class Cell:
     outcome: CheckOutcome | None  # None: the check did not run in this census
     count: int = 0
     places: Mapping[str, int] = field(default_factory=dict)
+    reported: bool = True  # False: it reached its verdict, and the census holds no report to count from
 
     @property
     def checked(self) -> bool:
-        return self.outcome is not None and self.outcome.verdict == Verdict.CHECKED
+        """It reached its verdict, and its count is measured (a cell without its report has no number)."""
+        return self.outcome is not None and self.outcome.verdict == Verdict.CHECKED and self.reported
 
     def text(self, raises: Causes | None = None) -> str:
         """The cell as a table says it; a raise points at its cause's footnote where `raises` numbers it."""
@@ -51,6 +53,8 @@ class Cell:
             return f"raised {ref}" if ref else "raised"
         if outcome.verdict in (Verdict.NOT_CHECKED, Verdict.SKIPPED):
             return f"not checked: {short_reason(outcome.reason)}"
+        if not self.reported:
+            return "no report"
         if not self.places:
             return "0"
         return f"{self.count}: {_top(self.places)}"
@@ -145,8 +149,10 @@ def _cell(column: str, outcome: CheckOutcome | None, report: Report | None) -> C
     if outcome is not None and outcome.verdict == Verdict.RAISED and not outcome.exception and report is not None:
         # a report written before outcomes said what raised: its `error` finding says it
         outcome = replace(outcome_of(report, outcome.pipeline), accepted=outcome.accepted)
-    if outcome is None or outcome.verdict != Verdict.CHECKED or report is None:
+    if outcome is None or outcome.verdict != Verdict.CHECKED:
         return Cell(outcome)
+    if report is None:  # a zero would claim a count no report gives
+        return Cell(outcome, reported=False)
     check = CHECKS.get(ids.parse_column(column).check)
     kinds = check.kinds if check is not None else frozenset()
     found = [f for f in report.findings if f.kind in kinds and f.phase == Phase.IN_STEP and f.status in COUNTED]

@@ -158,6 +158,18 @@ def test_a_rows_note_follows_the_columns_whatever_order_the_workers_finished_its
     }
 
 
+def test_a_verdict_whose_report_the_census_lacks_shows_no_number_and_is_not_judged() -> None:
+    """A number means measured: a checked outcome without its report showed 0, and a diff against a census with the
+    report judged it better (156 → 0)."""
+    synced = [_report(WAN, "syncs", _sync(1)), _report(WAN, "alloc_growth")]
+    coverage = _coverage(synced, "WanPipeline")
+    (row,) = table.rows(synced[1:], coverage)
+    assert row.cells["syncs"].text() == "no report" and not row.cells["syncs"].checked
+    assert row.cells["alloc_growth"].text() == "0"
+    result = diff(synced, coverage, synced[1:], coverage)
+    assert result.changes == [] and result.one_sided == [(f"tests/pipelines/{WAN}", "syncs", "base")]
+
+
 def test_parts_of_one_census_merge_into_one_table_and_coverage() -> None:
     first, first_coverage, second, second_coverage = _parts()
     merged = outcomes.merge([first_coverage, second_coverage])
