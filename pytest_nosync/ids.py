@@ -39,7 +39,8 @@ PART = "::"  # between a node id's file and its classes and function; between a 
 SCENARIO = "-"  # between a check (or a target) and its scenario, in a column and in a parameter id
 PREFIX = "nosync"  # a census item's name: nosync[<check>] or nosync[<check>-<scenario>]
 UNTESTED = "untested"  # the keyword of an untested class's checks (`-k untested`; their ids cannot be given as is)
-_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_SHARD = re.compile(r"^\s*([0-9]+)\s*/\s*([0-9]+)\s*$")  # ASCII digits: `\d` takes any script's
+MOST_SHARDS = 1000  # a CI matrix's jobs; more is a typo (1/99999999999 asked for that many shards' loads in memory)
 _CENSUS = re.compile(r"^(?P<tester>.+)::nosync\[(?P<check>[A-Za-z_]+)(?:-(?P<scenario>[A-Za-z0-9_]+))?\](?:@.*)?$")
 
 
@@ -255,11 +256,13 @@ class Shard:
 
 
 def parse_shard(raw: object) -> Shard:
-    """`K/N` with 1 <= K <= N."""
+    """`K/N` with 1 <= K <= N <= MOST_SHARDS, in ASCII digits."""
     match = _SHARD.match(str(raw))
     if match is None:
         raise ValueError(f"must be K/N (the K-th of N shards, e.g. 2/8), got {raw!r}")
     index, count = int(match[1]), int(match[2])
     if count < 1 or not 1 <= index <= count:
         raise ValueError(f"must be K/N with 1 <= K <= N, got {raw!r}")
+    if count > MOST_SHARDS:
+        raise ValueError(f"must be K/N with N at most {MOST_SHARDS}, got {raw!r}")
     return Shard(index, count)

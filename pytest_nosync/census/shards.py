@@ -38,13 +38,20 @@ def read_durations(path: str) -> Durations:
         raise ShardError(f"cannot read the durations file {path}: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ShardError(f"the durations file {path} is not JSON ({exc})") from None
-    valid = isinstance(raw, dict) and all(
-        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
-        for k, v in raw.items()
-    )
+    valid = isinstance(raw, dict) and all(isinstance(k, str) and _seconds(v) for k, v in raw.items())
     if not valid:
         raise ShardError(f"the durations file {path} is not a JSON object of node id → seconds (pytest-split's format)")
     return {k: float(v) for k, v in raw.items()}
+
+
+def _seconds(value: object) -> bool:
+    """A number of seconds: finite, not negative, not a bool (an int too large for a float is none)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an int of 400 digits: math.isfinite converts it to a float
+        return False
 
 
 def write_durations(path: str, durations: Mapping[str, float]) -> None:

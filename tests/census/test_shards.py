@@ -208,6 +208,10 @@ def test_a_shard_of_another_selection_or_version_or_a_class_in_two_shards_is_ref
         ("--nosync-shard=half", "--nosync-shard: must be K/N (the K-th of N shards, e.g. 2/8), got 'half'"),
         ("--nosync-durations=notjson.json", "--nosync-durations: the durations file notjson.json is not JSON"),
         ("--nosync-durations=foreign.json", "names no tester class of the selected test modules"),
+        # each an INTERNALERROR once: a float overflow, a list of N loads, another script's digits taken for numbers
+        ("--nosync-durations=huge.json", "the durations file huge.json is not a JSON object of node id → seconds"),
+        ("--nosync-shard=1/99999999999", "--nosync-shard: must be K/N with N at most 1000, got '1/99999999999'"),
+        ("--nosync-shard=\u0661/\u0663", "--nosync-shard: must be K/N (the K-th of N shards, e.g. 2/8)"),
     ],
 )
 def test_bad_shards_and_durations_are_one_sentence_before_anything_runs(
@@ -216,6 +220,7 @@ def test_bad_shards_and_durations_are_one_sentence_before_anything_runs(
     _checkout(pytester)
     (pytester.path / "notjson.json").write_text("{not json")
     (pytester.path / "foreign.json").write_text(json.dumps({"tests/models/test_unet.py::UNetTests::test_x": 3.0}))
+    (pytester.path / "huge.json").write_text('{"tests/pipelines/a/test_a.py::A::nosync[syncs]": 1' + "0" * 400 + "}")
     shard = [] if option.startswith("--nosync-shard") else ["--nosync-shard=1/2"]
     result = pytester.runpytest(*RUN, option, *shard)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
