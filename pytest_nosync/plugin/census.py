@@ -121,7 +121,9 @@ class Census:
     @pytest.hookimpl(wrapper=True)
     def pytest_pycollect_makeitem(self, collector: pytest.Collector, name: str, obj: Any) -> Generator[None, Any, Any]:
         result = yield
-        if not inspect.isclass(obj):
+        if not inspect.isclass(obj) or (
+            self.session.shards is not None and self.session.shards.elsewhere(collector.path)
+        ):
             return result
         # a run whose modules hold no tester class does without torch and the suite
         from ..census import modular, testers

@@ -73,6 +73,12 @@ class CensusShards:
         self.kept = set(self.plan.modules(self.shard))
         self.ignored = set(modules) - self.kept
 
+    def elsewhere(self, path: Path) -> bool:
+        """A test module of another shard. pytest asks pytest_ignore_collect only of what it finds in a folder: a
+        module named on the command line is collected in every shard, and the census gives it no checks but in its
+        own."""
+        return bool(self.ignored) and _relative(path, self.config.rootpath) in self.ignored
+
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
         if self.kept is None or not self.ignored:
             return None

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..option_table import Settings
     from ..scenarios import Scenario
     from ..suite.targets.base import CallContext, Target
+    from .census_shard import CensusShards
 
 
 class RunOptions(Protocol):
@@ -71,4 +72,7 @@ class RunWithSuite(RunOptions, Protocol):
 
 
 class CensusRun(RunWithSuite, ItemReports, Protocol):
-    """What the census asks: a check's options, the suite's calls, and the check's reports."""
+    """What the census asks: a check's options, the suite's calls, the check's reports, and the run's shards."""
+
+    @property
+    def shards(self) -> CensusShards | None: ...

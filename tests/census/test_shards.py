@@ -200,6 +200,20 @@ def test_a_shard_of_another_selection_or_version_or_a_class_in_two_shards_is_ref
     assert list(json.loads((tmp_path / "out.json").read_text())["census"]["outcomes"]) == list(checked)
 
 
+def test_modules_named_on_the_command_line_are_each_checked_in_their_own_shard_only(pytester: pytest.Pytester) -> None:
+    """pytest collects a module named as an argument without asking pytest_ignore_collect: every shard checked all of
+    them. The census gives a module of another shard no checks."""
+    _checkout(pytester)
+    modules = sorted(CHECKOUT)
+    ran: list[set[str]] = []
+    for k in (1, 2):
+        result = pytester.runpytest(*modules, *RUN[1:], f"--nosync-shard={k}/2", f"--nosync-report=shard{k}.json")
+        assert result.ret == 0, result.stdout.str()
+        ran.append({t["test_id"] for t in json.loads((pytester.path / f"shard{k}.json").read_text())["tests"]})
+    assert ran[0] and ran[1] and not ran[0] & ran[1]
+    assert len(ran[0] | ran[1]) == 14  # each check once: seven classes, two checks
+
+
 @pytest.mark.parametrize(
     ("option", "said"),
     [
