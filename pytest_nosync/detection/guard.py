@@ -88,11 +88,15 @@ class Guard:
         self._step_started = 0.0
         self._step_ms: dict[int, float] = {}
         self._active = False
+        self._entered = False  # entered once: a guard is one block's
         self._unobserved = 0
         self._raised = False  # the code under test raised in the block (an `error` finding)
 
     # ---- the context manager -------------------------------------------------------------------
     def __enter__(self) -> Guard:
+        if self._entered:  # its detectors, its report and its CUDA mapping are one block's: a second entry lost them
+            raise RuntimeError("a nosync guard checks one block: make a new guard for another (or a nested) block")
+        self._entered = True
         if not self.enabled:
             return self
         backend = devices.resolve(self.options.backend, syncs=checks.needs_sync_backend(self.options.checks))

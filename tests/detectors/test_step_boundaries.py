@@ -4,6 +4,7 @@ progress bar; a loop that never calls the denoiser (a prior's), the setup and th
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from pytest_nosync import nosync_guard
@@ -124,3 +125,16 @@ def test_a_loop_whose_own_scheduler_never_steps_closes_its_steps_at_its_progress
     with nosync_guard(pipe, backend=backend) as g, torch.no_grad():
         pipe(loop_pipeline.latents(device), num_inference_steps=3, read_early=True)
     assert _per_step(g.report) == {0: 1, 1: 1, 2: 1} and g.report.steps == 3
+
+
+def test_a_guard_checks_one_block_and_says_so_when_entered_again(backend: str, device: torch.device) -> None:
+    """A second entry (nested, or a later block) replaced the first's detectors and CUDA mapping, which stayed on for
+    the rest of the process, and a later block's report was the first's: it is refused, before it changes anything."""
+    guard = nosync_guard(backend=backend)
+    with guard, pytest.raises(RuntimeError, match="checks one block: make a new guard"):
+        guard.__enter__()
+    with pytest.raises(RuntimeError, match="checks one block"), guard:
+        pass
+    with nosync_guard(backend=backend) as fresh:  # a new guard for the next block: checked as any
+        torch.ones(2, device=device).sum().item()
+    assert fresh.report.passed is False
