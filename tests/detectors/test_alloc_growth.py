@@ -190,6 +190,17 @@ def test_a_leak_without_marked_steps_is_not_checked_rather_than_clean(backend: s
     assert g.report.passed is False and g.report.of_kind("alloc_growth")
 
 
+def test_a_leak_in_a_block_without_any_step_is_not_checked_rather_than_clean(backend: str, device) -> None:
+    """No `with g.step()`, no pipeline, not whole_block: no step at all, so nothing was judged, and it passed clean."""
+    kept = []
+    x = torch.ones(256, device=device)
+    with nosync_guard(checks=("alloc_growth",), backend=backend) as g:
+        for _ in range(5):
+            kept.append(x * 2)
+    assert g.report.passed is False
+    assert any("the block saw no denoising step" in reason for reason in g.report.not_checked), g.report.not_checked
+
+
 def test_a_step_whose_own_garbage_the_collector_frees_does_not_grow(backend: str, device) -> None:
     # Seen on the H100: QwenImage Edit's growth verdict flipped between census runs (0 and 2 growing steps, both ways)
     # as the collector freed the block's own cycles in one step or another and the figure counted them back.

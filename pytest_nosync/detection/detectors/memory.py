@@ -211,7 +211,12 @@ class MemoryDetector(Detector):
 
     def unchecked(self) -> str | None:
         judged = self.judged_steps()
-        if self._end and len(judged) < 2:
+        if not self._end:  # growth is per step: a block without steps judged none (it passed as clean)
+            return (
+                "growth is judged step by step, and the block saw no denoising step: pass the pipeline to the guard, "
+                "mark its steps (`with g.step()`) or use whole_block=True"
+            )
+        if len(judged) < 2:
             ran = len(self._end)
             return (
                 f"growth is judged on two steps after the scheduler's warm-up ({self.warmup_steps} step(s)), and the "
