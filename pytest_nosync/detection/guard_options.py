@@ -16,6 +16,7 @@ from ..policy import AllowEntry, KnownMatcher, Policy, parse_allow
 from ..profiling.config import TraceBudgets, TraceConfig
 
 MODES = tuple(Mode)
+_FLAGS = ("count_outside_steps", "device_work", "alloc_sites", "profile")  # the fields that are True or False
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class GuardOptions:
         if isinstance(self.checks, str):
             object.__setattr__(self, "checks", (self.checks,))
         object.__setattr__(self, "checks", tuple(self.checks))
+        if not all(isinstance(c, str) for c in self.checks):
+            raise ValueError(f"checks must be check names (e.g. 'syncs'), got {self.checks!r}")
+        for name in _FLAGS:  # `device_work="False"` is a true string: it read as True
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int) or self.budget < 0:
+            raise ValueError(f"budget must be a whole number of findings (0 or more), got {self.budget!r}")
         object.__setattr__(self, "allow", parse_allow(self.allow))
         if self.mode not in MODES:
             raise ValueError(f"mode must be 'warn' (collect every sync) or 'error' (fail fast), got {self.mode!r}")

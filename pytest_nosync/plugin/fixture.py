@@ -66,7 +66,8 @@ class NosyncFixture:
         test_id = plain_nodeid(self.item.nodeid)
         if self._session is None:
             return Guard(pipeline, replace(GuardOptions(), **fields), test_id=test_id, enabled=False, **rest)
-        check = ",".join(fields["checks"]) if "checks" in fields else ""  # the baseline's scope: the checks it runs
+        # the baseline's scope: the checks it runs, as GuardOptions reads them (a single name is one check)
+        check = ",".join(GuardOptions(checks=fields["checks"]).checks) if "checks" in fields else ""
         options = replace(self._session.guard_options(self.item, check), **fields)
         return Guard(pipeline, options, test_id=test_id, on_finish=self.add_report, **rest)
 

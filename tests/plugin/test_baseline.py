@@ -91,6 +91,46 @@ def test_write_a_baseline_from_the_run_then_pass_with_it(pytester: pytest.Pytest
     assert second.ret == pytest.ExitCode.OK
 
 
+ONE_NAME = """
+import torch
+
+
+def test_one_name(nosync, nosync_device):
+    x = torch.ones(2, device=nosync_device)
+    with nosync.guard(checks="syncs", whole_block=True):  # one check, named as a string
+        float(x.sum())
+"""
+
+
+def test_a_check_named_as_a_string_is_that_checks_scope_in_the_baseline(pytester: pytest.Pytester) -> None:
+    """`checks="syncs"` scoped the guard's baseline as "s,y,n,c,s": an entry the run wrote for it never matched again,
+    and the next run failed on it and called the entry fixed."""
+    pytester.makepyfile(test_one=ONE_NAME)
+    first = pytester.runpytest("--nosync", "--nosync-baseline-write=new.json")
+    first.assert_outcomes(passed=1)
+    assert {e["check"] for e in json.loads((pytester.path / "new.json").read_text())["entries"]} == {"syncs"}
+    second = pytester.runpytest("--nosync", "--nosync-baseline=new.json")
+    second.assert_outcomes(passed=1)
+    assert "FIXED" not in second.stdout.str()
+
+
+def test_a_guards_options_are_read_strictly() -> None:
+    """A flag given as a string ("False" is true), a negative budget or a non-name check is a ValueError where the
+    guard is made; a guard with no check is refused where it is entered (its block passed, judged on nothing)."""
+    from pytest_nosync import nosync_guard
+
+    for bad, said in (
+        ({"device_work": "False"}, "device_work must be True or False, got 'False'"),
+        ({"count_outside_steps": "false"}, "count_outside_steps must be True or False"),
+        ({"budget": -1}, "budget must be a whole number of findings"),
+        ({"checks": ["syncs", 3]}, "checks must be check names"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            nosync_guard(backend="emulate", **bad)
+    with pytest.raises(ValueError, match="needs at least one check"), nosync_guard(backend="emulate", checks=[]):
+        pass
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
