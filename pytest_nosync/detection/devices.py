@@ -195,6 +195,7 @@ def freeze_for_the_run() -> None:
 
 
 _left_frozen = False  # a block froze on top of a caller's freeze and left it: the process has a freeze, and a big one
+_own_freezes = 0  # blocks that froze the heap themselves and have not ended: one inside them freezes nothing more
 
 
 class PausedCollector:
@@ -222,11 +223,15 @@ class PausedCollector:
       reference cycle of those objects that dies later is not collected, as for any frozen object."""
 
     def __enter__(self) -> PausedCollector:
-        global _left_frozen
+        global _left_frozen, _own_freezes
         self._resume = gc.isenabled()
         gc.disable()
+        self._froze = False
+        if _own_freezes:  # a block inside another's own freeze: that one is not a caller's, and covers this one
+            return self
         # gc.get_freeze_count() walks the frozen objects: 44 ms a block once a run or a block froze the imports
         self._froze = not run_froze_heap and not _left_frozen and gc.get_freeze_count() == 0
+        _own_freezes += self._froze
         if run_froze_heap:
             self.collect()  # garbage made since the run's freeze (the census's: a previous check's) goes now
             if len(sys.modules) - _modules_at_run_freeze >= IMPORTS_WORTH_FREEZING:
@@ -249,8 +254,10 @@ class PausedCollector:
             _collecting_own = False
 
     def __exit__(self, *exc: object) -> None:
+        global _own_freezes
         if self._froze:
             gc.unfreeze()  # the block's own freeze, and nobody else's
+            _own_freezes -= 1
         if self._resume:
             gc.enable()
 
