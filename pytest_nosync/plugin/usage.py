@@ -14,7 +14,7 @@ from .. import baseline, ids, run_report
 from ..checks import lookup
 from ..option_table import Settings
 from ..profiling import export
-from ..scenarios import SCENARIOS
+from ..scenarios import PLAIN, SCENARIOS
 from ..suite import SHIPPED_BASELINE, SUITE_DIR
 from .xdist import BASELINE_KEY
 
@@ -159,6 +159,13 @@ def check_scenarios(settings: Settings) -> None:
     emulation, an attention backend whose package is not installed) is one sentence before anything runs. With
     `all`, each scenario that cannot is counted as not applicable instead."""
     named = settings.scenarios
+    if settings.changed is not None and any(s.name != PLAIN for s in named or ()):
+        # what each tester's record holds is the code its plain pipeline ran: a change only a scenario runs (a cache
+        # hook, offloading) would select no class, and the run would pass without checking it
+        raise pytest.UsageError(
+            "--nosync-changed selects by the code each tester's plain pipeline ran, and a scenario's own code (a cache "
+            "hook, offloading) is not in it: run --nosync-scenarios without --nosync-changed"
+        )
     if not named or {s.name for s in named} == set(SCENARIOS):
         return
     for scenario in named:

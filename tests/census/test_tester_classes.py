@@ -729,6 +729,11 @@ def test_changed_runs_the_testers_whose_recorded_code_a_change_touches(pytester:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--nosync-changed: 'no-such-ref' is not a commit" in result.stderr.str()
 
+    # a record holds what the plain pipeline ran: a change to a cache hook alone selected no class, and passed
+    result = pytester.runpytest(*args, "--nosync-changed", "--nosync-scenarios=plain,first_block_cache")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "a scenario's own code (a cache hook, offloading) is not in it" in result.stderr.str()
+
 
 NOT_DRIVABLE_HERE = """
 import unittest
