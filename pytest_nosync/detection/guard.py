@@ -147,7 +147,7 @@ class Guard:
     ) -> bool:
         if not self.enabled:
             return False
-        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception):
+        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception) and not _recorded(exc):
             self.record_exception(exc)  # the code under test raised (pytest's skip and fail are no Exception)
         if self.whole_block and self._step is not None:
             self.end_step()
@@ -399,7 +399,9 @@ class Guard:
         try:
             yield self._completed
         except BaseException as exc:
-            self.absorb(exc)  # record a fail-fast error in the step it happened in, before the step closes
+            # a fail-fast error, or the code's own raise, recorded in the step it happened in, before the step closes
+            if not self.absorb(exc) and isinstance(exc, Exception) and not _recorded(exc):
+                self.record_exception(exc)
             raise
         finally:
             self.end_step()
@@ -408,6 +410,8 @@ class Guard:
         """An exception the code under test raised inside the block, as an `error` finding at its raise site (in the
         step it happened in): a failure, or a known issue the baseline names. Steps it stopped are no claim."""
         self._raised = True
+        with contextlib.suppress(AttributeError):  # once: the block's exit sees the same exception again
+            exc._nosync_recorded = True  # type: ignore[attr-defined]
         kind = type(exc)
         name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
         version = run_report.diffusers_version()
@@ -465,6 +469,11 @@ def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     if phase == Phase.IN_STEP and region is None:
         region = "loop"
     return replace(finding, phase=phase, step=step, region=region)
+
+
+def _recorded(exc: BaseException) -> bool:
+    """Whether a guard's step recorded `exc` already (in the step it was raised in)."""
+    return getattr(exc, "_nosync_recorded", False)
 
 
 def nosync_guard(pipeline: Any = None, options: GuardOptions | None = None, **kwargs: Any) -> Guard:

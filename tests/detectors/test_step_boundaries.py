@@ -138,3 +138,15 @@ def test_a_guard_checks_one_block_and_says_so_when_entered_again(backend: str, d
     with nosync_guard(backend=backend) as fresh:  # a new guard for the next block: checked as any
         torch.ones(2, device=device).sum().item()
     assert fresh.report.passed is False
+
+
+def test_a_raise_inside_a_marked_step_is_that_steps_error(backend: str, device: torch.device) -> None:
+    """The block's exit recorded it once the step had closed: `after steps`, with no step."""
+    x = torch.ones(2, device=device)
+    with pytest.raises(ValueError, match="the second step fails"), nosync_guard(backend=backend) as g:
+        with g.step():
+            x.add(1)
+        with g.step():
+            raise ValueError("the second step fails")
+    (error,) = g.report.of_kind("error")
+    assert error.step == 1 and g.report.passed is False
