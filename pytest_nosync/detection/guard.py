@@ -99,8 +99,8 @@ class Guard:
         self._entered = True
         if not self.enabled:
             return self
-        if not self.options.checks:  # a block judged on nothing passed as clean
-            raise ValueError("a guard needs at least one check to run (e.g. checks=('syncs',)), got none")
+        if not self.options.checks and self.options.trace is None:  # judged on nothing, it passed (a trace is a job)
+            raise ValueError("a guard needs at least one check to run (e.g. checks=('syncs',)), or a trace, got none")
         backend = devices.resolve(self.options.backend, syncs=checks.needs_sync_backend(self.options.checks))
         if backend != self.options.backend:
             self.options = replace(self.options, backend=backend)
