@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import pytest
     import torch
 
@@ -19,7 +21,6 @@ if TYPE_CHECKING:
     from ..option_table import Settings
     from ..scenarios import Scenario
     from ..suite.targets.base import CallContext, Target
-    from .census_shard import CensusShards
 
 
 class RunOptions(Protocol):
@@ -71,8 +72,17 @@ class RunWithSuite(RunOptions, Protocol):
     def suite(self) -> SuiteCalls: ...
 
 
-class CensusRun(RunWithSuite, ItemReports, Protocol):
-    """What the census asks: a check's options, the suite's calls, the check's reports, and the run's shards."""
+class ShardView(Protocol):
+    """What the census asks of the run's shard: the other shards' test modules, and whether a module is one."""
 
     @property
-    def shards(self) -> CensusShards | None: ...
+    def ignored(self) -> set[str]: ...
+
+    def elsewhere(self, path: Path) -> bool: ...
+
+
+class CensusRun(RunWithSuite, ItemReports, Protocol):
+    """What the census asks: a check's options, the suite's calls, the check's reports, and the run's shard."""
+
+    @property
+    def shards(self) -> ShardView | None: ...
