@@ -127,12 +127,16 @@ class NotRun:
         if role(config) is Role.WORKER:  # a worker's results reach its controller, which says it
             return
         total = sum(len(ids) for ids in self.skipped.values())
-        if len(self.skipped) == 1:  # one reason: one line
-            ((reason, ids),) = self.skipped.items()
+        # reasons of one count by their text, each example the first by id: not the order the workers finished in
+        grouped = sorted(
+            ((reason, sorted(ids)) for reason, ids in self.skipped.items()), key=lambda g: (-len(g[1]), g[0])
+        )
+        if len(grouped) == 1:  # one reason: one line
+            ((reason, ids),) = grouped
             terminalreporter.write_line(f"nosync: {total} check(s) did not run: {reason} (e.g. {ids[0]})", yellow=True)
             return
         terminalreporter.write_line(f"nosync: {total} check(s) did not run:", yellow=True)
-        for reason, ids in sorted(self.skipped.items(), key=lambda kv: -len(kv[1])):
+        for reason, ids in grouped:
             terminalreporter.write_line(f"  {len(ids)} × {reason} (e.g. {ids[0]})", yellow=True)
 
 

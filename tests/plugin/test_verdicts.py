@@ -281,3 +281,40 @@ def test_a_marked_body_counts_the_pipelines_steps_not_its_setup(pytester: pytest
     line = loop_pipeline.line_of("read before the denoiser")
     result.stdout.fnmatch_lines([f"*dtoh_sync*loop_pipeline.py:{line}*step 0 ×1, step 1 ×1*"])
     assert "FAIL *test_setup_in_the_body*" not in result.stdout.str()
+
+
+def test_the_checks_that_did_not_run_are_said_the_same_whatever_order_they_ended_in() -> None:
+    """Reasons of one count came in the order xdist's workers finished them, each example the first to arrive: two
+    H200 runs of one census said five of these lines in another order."""
+    from types import SimpleNamespace
+
+    from pytest_nosync.plugin import NotRun
+
+    skips = [(f"t.py::test_{name}[{i}]", reason) for name, reason in (("a", "no GPU"), ("b", "no flash-attn"))
+             for i in range(2)] + [("t.py::test_c", "one alone")]  # fmt: skip
+    said = []
+    for order in (skips, skips[::-1]):
+        not_run, lines = NotRun(), []
+        for nodeid, reason in order:
+            not_run.pytest_runtest_logreport(SimpleNamespace(skipped=True, keywords={"gpu": 1}, nodeid=nodeid,
+                                                             longrepr=("t.py", 1, f"Skipped: {reason}")))  # fmt: skip
+        reporter = SimpleNamespace(write_line=lambda line, lines=lines, **_: lines.append(line))
+        not_run.pytest_terminal_summary(reporter, _Config())
+        said.append(lines)
+    assert (
+        said[0]
+        == said[1]
+        == [
+            "nosync: 5 check(s) did not run:",
+            "  2 × no GPU (e.g. t.py::test_a[0])",
+            "  2 × no flash-attn (e.g. t.py::test_b[0])",
+            "  1 × one alone (e.g. t.py::test_c)",
+        ]
+    )
+
+
+class _Config:  # a run without xdist: no workerinput, no dist option
+    option = type("Option", (), {"dist": "no", "numprocesses": None})()
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return default
