@@ -27,6 +27,7 @@ LineRanges = tuple[tuple[int, int], ...]  # inclusive (first, last), sorted, mer
 WHOLE_FILE: LineRanges = ((1, sys.maxsize),)
 MODULE_LEVEL = "<module>"
 BASE_BRANCHES = ("main", "master", "origin/HEAD")
+_BINARY = re.compile(r"Binary files (.+) and (.+) differ")  # a binary file's change, which has no hunks
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -116,8 +117,10 @@ def _parse(patch: str, side: str) -> list[tuple[str, list[tuple[int, int]]]]:
                 old, whole = _unquote(line.split(" from ", 1)[1]), True
             elif line.startswith(("rename to ", "copy to ")):
                 new, whole = _unquote(line.split(" to ", 1)[1]), True
-            elif line.startswith(("new file mode", "deleted file mode", "Binary files ")):
+            elif line.startswith(("new file mode", "deleted file mode")):
                 whole = True
+            elif binary := _BINARY.fullmatch(line):  # no ---/+++ lines: the paths are on this one
+                old, new, whole = old or _unquote(binary[1]), new or _unquote(binary[2]), True
             elif line.startswith(("--- ", "+++ ")):  # git ends a name with a space in it by a tab
                 name = _unquote(line[4:].removesuffix("\t"))
                 old, new = (old or name, new) if line[0] == "-" else (old, new or name)

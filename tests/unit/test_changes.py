@@ -141,6 +141,13 @@ def test_untracked_added_deleted_and_renamed_files_are_wholly_changed(repo: Path
     assert old_side == {str(top / name): WHOLE_FILE for name in ("gone.py", "new.py", "other.py")}
 
 
+def test_a_file_git_takes_for_binary_is_wholly_changed(repo: Path) -> None:
+    """A NUL byte makes git diff a file as binary: no ---/+++ lines and no hunks, and the change was dropped."""
+    (repo / "pkg" / "work.py").write_bytes(WORK.encode() + b"# \0\n")
+    assert changed_lines(repo, side="new") == {work(repo): WHOLE_FILE}
+    assert changed_lines(repo, side="old") == {work(repo): WHOLE_FILE}
+
+
 def test_a_deletion_counts_on_both_sides_of_it(repo: Path) -> None:
     edit(repo / "pkg" / "work.py", "    y = helper(x)\n", "")
     assert changed_lines(repo, side="old") == {work(repo): ((9, 9),)}
