@@ -81,6 +81,7 @@ class Guard:
         self._step: int | None = None
         self._completed = 0
         self._annotations: PipelineAnnotations | None = None
+        self._unhooked = False  # a pipeline was attached without a denoiser of the given name to open its steps
         self._watch: LoopWatch | None = None
         self._loops = 0  # denoising loops begun (annotate): between their steps findings wait for the next one
         self._in_loop = False
@@ -112,6 +113,7 @@ class Guard:
             if self.pipeline is not None:
                 self._annotations = PipelineAnnotations(self.pipeline, self, self.options.denoiser)
                 self._annotations.attach()
+                self._unhooked = not self._annotations.hooked
             elif self.whole_block and self._redrawable():
                 self._watch = LoopWatch(self)
                 self._watch.attach()
@@ -203,11 +205,7 @@ class Guard:
         if self._loops and loop_steps < 2 and checks.needs_sync_backend(self.options.checks) and not self._raised:
             # one step leaves no step after it: the work that follows a step's update (callback_on_step_end, the
             # next iteration's setup) would be judged as after the steps, and pass
-            unchecked.append(
-                f"the pipeline's loop ran {loop_steps} denoising step(s): the sync checks need 2, so that what runs "
-                "after a step's update (a callback_on_step_end included) falls in a step: call it with "
-                "num_inference_steps >= 2"
-            )
+            unchecked.append(self._too_few_steps(loop_steps))
         judged, passed = judge(findings + [not_checked_finding(r) for r in unchecked], self.options.policy,
                                self.options.known)  # fmt: skip
         report = self.report
@@ -218,6 +216,21 @@ class Guard:
             report.metrics["step_ms"] = {str(k): round(v, 3) for k, v in self._step_ms.items()}
         for detector in self._detectors:
             detector.conclude(report)
+
+    def _too_few_steps(self, loop_steps: int) -> str:
+        """Why a loop of fewer than two steps is not checked, and what to change: the call's steps, or, where the
+        guard found no denoiser of the name it was given to open the steps, that name (a UNet pipeline under the
+        default `transformer` drew one step of a four-step call)."""
+        if self._unhooked:
+            found = [n for n in _DENOISERS if hasattr(getattr(self.pipeline, n, None), "register_forward_pre_hook")]
+            named = f": name it, denoiser={found[0]!r}" if found else ": name the pipeline's denoiser (denoiser=...)"
+            return (f"the pipeline has no {self.options.denoiser!r} (the guard's denoiser, whose calls open the "
+                    f"steps), so its loop ran {loop_steps} step(s) as the guard saw them{named}")  # fmt: skip
+        return (
+            f"the pipeline's loop ran {loop_steps} denoising step(s): the sync checks need 2, so that what runs "
+            "after a step's update (a callback_on_step_end included) falls in a step: call it with "
+            "num_inference_steps >= 2"
+        )
 
     # ---- what detectors see (detectors.base.StepContext) ---------------------------------------
     @property
@@ -347,6 +360,7 @@ class Guard:
         self.pipeline = pipeline
         self._annotations = PipelineAnnotations(pipeline, self, self.options.denoiser)
         self._annotations.attach()
+        self._unhooked = not self._annotations.hooked
         return True
 
     def loop_begins(self) -> None:
@@ -469,6 +483,9 @@ def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     if phase == Phase.IN_STEP and region is None:
         region = "loop"
     return replace(finding, phase=phase, step=step, region=region)
+
+
+_DENOISERS = ("transformer", "unet", "prior", "decoder")  # diffusers' names of a pipeline's denoiser, commonest first
 
 
 def _recorded(exc: BaseException) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from diffusers import DiffusionPipeline
 
 from pytest_nosync import nosync_guard
 from tests.twins import loop_pipeline
@@ -150,3 +151,29 @@ def test_a_raise_inside_a_marked_step_is_that_steps_error(backend: str, device: 
             raise ValueError("the second step fails")
     (error,) = g.report.of_kind("error")
     assert error.step == 1 and g.report.passed is False
+
+
+class _UnetLoop(loop_pipeline.LoopPipeline):  # the twin's loop with its denoiser where a UNet pipeline keeps it
+    denoiser = "unet"
+
+    def __init__(self, unet: loop_pipeline.Denoiser, scheduler: loop_pipeline.Scheduler) -> None:
+        DiffusionPipeline.__init__(self)
+        self.register_modules(unet=unet, scheduler=scheduler)
+
+
+def test_a_denoiser_the_guard_does_not_find_is_named_in_why_the_loop_was_not_checked(
+    backend: str, device: torch.device
+) -> None:
+    """A UNet pipeline under the default `transformer` drew one step of a three-step call, and the guard asked for
+    num_inference_steps >= 2: it says the name it did not find, and the one the pipeline has."""
+    pipe = _UnetLoop(loop_pipeline.Denoiser(), loop_pipeline.Scheduler())
+    pipe.unet.to(device)
+    pipe.set_progress_bar_config(disable=True)
+    with nosync_guard(pipe, backend=backend) as g:
+        pipe(loop_pipeline.latents(device), num_inference_steps=3)
+    assert g.report.passed is False
+    (why,) = g.report.not_checked
+    assert "the pipeline has no 'transformer' (the guard's denoiser" in why and "denoiser='unet'" in why, why
+    with nosync_guard(pipe, backend=backend, denoiser="unet") as named:
+        pipe(loop_pipeline.latents(device), num_inference_steps=3)
+    assert named.report.passed and named.report.steps == 3
