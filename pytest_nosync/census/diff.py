@@ -68,7 +68,7 @@ class CensusDiff:
     compared: int  # classes run in both
     only_base: list[str] = field(default_factory=list)
     only_head: list[str] = field(default_factory=list)
-    # the checks of classes run in both that one census ran and the other did not: (tester, column, "base" or "head")
+    # the checks of classes run in both that one census has and the other has not: (tester, column, why the other not)
     one_sided: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
@@ -94,10 +94,10 @@ class CensusDiff:
             lines += ["", f"Run in one census only (not judged): {len(self.only_head)} in the head, "
                       f"{len(self.only_base)} in the base."]  # fmt: skip
         if self.one_sided:
-            named = [f"`{ids.short_tester(t)}` {column_title(c)} ({side} only)" for t, c, side in self.one_sided]
+            named = [f"`{ids.short_tester(t)}` {column_title(c)} ({why})" for t, c, why in self.one_sided]
             more = f", and {len(named) - SHOWN} more" if len(named) > SHOWN else ""
-            lines += ["", f"Checks of those classes run in one census only (not judged): {len(named)}: "
-                      f"{'; '.join(named[:SHOWN])}{more}."]  # fmt: skip
+            lines += ["", f"Checks of classes run in both that one census has and the other has not (not judged): "
+                      f"{len(named)}: {'; '.join(named[:SHOWN])}{more}."]  # fmt: skip
         for heading, chosen in (("Worse", self.worse), ("Better", self.better)):
             if not chosen:
                 continue
@@ -131,7 +131,9 @@ def diff(base_reports: Iterable[Report], base: Coverage, head_reports: Iterable[
         for column in dict.fromkeys([*was.cells, *now.cells]):  # each census's columns: one may have more
             ran = (_ran(was, column), _ran(now, column))
             if ran in ((True, False), (False, True)):
-                one_sided.append((tester, column, "base" if ran[0] else "head"))
+                one_sided.append(
+                    (tester, column, _missing(now if ran[0] else was, column, "head" if ran[0] else "base"))
+                )
     return CensusDiff(
         sorted(changes, key=lambda c: (c.pipeline, c.tester, c.column)),
         len(common),
@@ -139,6 +141,12 @@ def diff(base_reports: Iterable[Report], base: Coverage, head_reports: Iterable[
         sorted(set(head_rows) - set(base_rows)),
         one_sided,
     )
+
+
+def _missing(row: Row, column: str, side: str) -> str:
+    """Why `side`'s census has nothing of a check the other has: it did not run it, or holds no report of it."""
+    cell = row.cells.get(column)
+    return f"no report in the {side}" if cell is not None and cell.outcome is not None else f"not run in the {side}"
 
 
 def _ran(row: Row, column: str) -> bool:

@@ -167,7 +167,7 @@ def test_a_verdict_whose_report_the_census_lacks_shows_no_number_and_is_not_judg
     assert row.cells["syncs"].text() == "no report" and not row.cells["syncs"].checked
     assert row.cells["alloc_growth"].text() == "0"
     result = diff(synced, coverage, synced[1:], coverage)
-    assert result.changes == [] and result.one_sided == [(f"tests/pipelines/{WAN}", "syncs", "base")]
+    assert result.changes == [] and result.one_sided == [(f"tests/pipelines/{WAN}", "syncs", "no report in the head")]
 
 
 def test_parts_of_one_census_merge_into_one_table_and_coverage() -> None:
@@ -322,17 +322,18 @@ def test_the_diff_names_a_check_of_a_class_in_both_that_one_census_ran_and_the_o
     ]
     result = diff(base, _coverage(base, "P"), head, _coverage(head, "P"))
     assert result.one_sided == [
-        (f"tests/pipelines/{FLUX}", "alloc_growth", "head"),
-        (f"tests/pipelines/{WAN}", "graph_breaks", "base"),
+        (f"tests/pipelines/{FLUX}", "alloc_growth", "not run in the base"),
+        (f"tests/pipelines/{WAN}", "graph_breaks", "not run in the head"),
     ]
     paths = (_write(tmp_path, "base.json", base, _coverage(base, "P")),
              _write(tmp_path, "head.json", head, _coverage(head, "P")))  # fmt: skip
     done = _cli("census", "diff", *paths)
     assert done.returncode == 0, done.stderr
     assert (
-        "Checks of those classes run in one census only (not judged): 2: `test_flux.py::FluxFastTests` growth "
+        "Checks of classes run in both that one census has and the other has not (not judged): 2: "
+        "`test_flux.py::FluxFastTests` growth (not run in the base)"
     ) in done.stdout, done.stdout
-    assert "`test_wan.py::WanFastTests` graph breaks, recompiles (base only)." in done.stdout
+    assert "`test_wan.py::WanFastTests` graph breaks, recompiles (not run in the head)." in done.stdout
 
 
 def test_a_diff_of_censuses_without_a_class_in_common_is_one_sentence(tmp_path: Path) -> None:
