@@ -231,7 +231,6 @@ class PausedCollector:
             return self
         # gc.get_freeze_count() walks the frozen objects: 44 ms a block once a run or a block froze the imports
         self._froze = not run_froze_heap and not _left_frozen and gc.get_freeze_count() == 0
-        _own_freezes += self._froze
         if run_froze_heap:
             self.collect()  # garbage made since the run's freeze (the census's: a previous check's) goes now
             if len(sys.modules) - _modules_at_run_freeze >= IMPORTS_WORTH_FREEZING:
@@ -240,8 +239,14 @@ class PausedCollector:
                 # else is alive now is frozen with them: a few times a run, not at every block (see the docstring)
                 freeze_for_the_run()
             return self
-        self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
-        gc.freeze()
+        try:
+            self.collect(1)  # young garbage (a previous test's pipeline) goes now, not frozen for the block
+            gc.freeze()
+        except BaseException:  # interrupted: no exit will run, so the collector is left as it was
+            if self._resume:
+                gc.enable()
+            raise
+        _own_freezes += self._froze  # counted once frozen: a raise before leaves no count that no exit takes back
         _left_frozen = _left_frozen or not self._froze  # on top of a caller's freeze: it stays (see the docstring)
         return self
 

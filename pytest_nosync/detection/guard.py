@@ -100,7 +100,7 @@ class Guard:
         self._entered = True
         if not self.enabled:
             return self
-        if not self.options.checks and self.options.trace is None:  # judged on nothing, it passed (a trace is a job)
+        if not self.options.checks and not self.options.traces:  # judged on nothing, it passed (a trace is a job)
             raise ValueError("a guard needs at least one check to run (e.g. checks=('syncs',)), or a trace, got none")
         backend = devices.resolve(self.options.backend, syncs=checks.needs_sync_backend(self.options.checks))
         if backend != self.options.backend:
@@ -149,7 +149,7 @@ class Guard:
     ) -> bool:
         if not self.enabled:
             return False
-        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception) and not _recorded(exc):
+        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception) and not self._recorded(exc):
             self.record_exception(exc)  # the code under test raised (pytest's skip and fail are no Exception)
         if self.whole_block and self._step is not None:
             self.end_step()
@@ -233,6 +233,10 @@ class Guard:
         )
 
     # ---- what detectors see (detectors.base.StepContext) ---------------------------------------
+    @property
+    def raised(self) -> bool:
+        return self._raised
+
     @property
     def denoiser(self) -> Any:
         """The pipeline's denoiser (the first, where steps run one of several)."""
@@ -414,7 +418,7 @@ class Guard:
             yield self._completed
         except BaseException as exc:
             # a fail-fast error, or the code's own raise, recorded in the step it happened in, before the step closes
-            if not self.absorb(exc) and isinstance(exc, Exception) and not _recorded(exc):
+            if self._active and not self.absorb(exc) and isinstance(exc, Exception) and not self._recorded(exc):
                 self.record_exception(exc)
             raise
         finally:
@@ -424,8 +428,8 @@ class Guard:
         """An exception the code under test raised inside the block, as an `error` finding at its raise site (in the
         step it happened in): a failure, or a known issue the baseline names. Steps it stopped are no claim."""
         self._raised = True
-        with contextlib.suppress(AttributeError):  # once: the block's exit sees the same exception again
-            exc._nosync_recorded = True  # type: ignore[attr-defined]
+        with contextlib.suppress(AttributeError):  # once per guard: its block's exit sees the same exception again
+            exc._nosync_recorded_by = (*getattr(exc, "_nosync_recorded_by", ()), self)  # type: ignore[attr-defined]
         kind = type(exc)
         name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
         version = run_report.diffusers_version()
@@ -433,6 +437,11 @@ class Guard:
         return self.record(Kind.ERROR, attribution.frames_from_traceback(exc.__traceback__), hint=ERROR_HINT,
                            detail=f"{kind.__name__}: {first} (diffusers {version})", source="exception",
                            data={"exception": name, "message": str(exc), "diffusers": version})  # fmt: skip
+
+    def _recorded(self, exc: BaseException) -> bool:
+        """Whether this guard recorded `exc` already (a step records it where it was raised; another guard's record
+        of it is not this one's)."""
+        return any(guard is self for guard in getattr(exc, "_nosync_recorded_by", ()))
 
     def absorb(self, exc: BaseException) -> bool:
         """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once. True when
@@ -486,11 +495,6 @@ def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
 
 
 _DENOISERS = ("transformer", "unet", "prior", "decoder")  # diffusers' names of a pipeline's denoiser, commonest first
-
-
-def _recorded(exc: BaseException) -> bool:
-    """Whether a guard's step recorded `exc` already (in the step it was raised in)."""
-    return getattr(exc, "_nosync_recorded", False)
 
 
 def nosync_guard(pipeline: Any = None, options: GuardOptions | None = None, **kwargs: Any) -> Guard:

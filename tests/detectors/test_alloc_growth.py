@@ -13,6 +13,7 @@ import torch
 
 from pytest_nosync import nosync_guard
 from pytest_nosync.detection import devices
+from tests.twins import loop_pipeline
 from tests.twins.collected_garbage import garbage_from_earlier_work
 
 
@@ -201,6 +202,16 @@ def test_a_leak_in_a_block_without_any_step_is_not_checked_rather_than_clean(bac
     assert any("the block saw no denoising step" in reason for reason in g.report.not_checked), g.report.not_checked
 
 
+def test_a_pipeline_that_raises_in_its_first_step_is_its_error_not_a_block_without_steps(backend: str, device) -> None:
+    """Its step 0 began and never ended: the error is the verdict (a baseline lists it as known), not a second
+    failure saying the block saw no step."""
+    pipe = loop_pipeline.build(device)
+    with pytest.raises(ValueError), nosync_guard(pipe, checks=("alloc_growth",), backend=backend) as g:
+        pipe(loop_pipeline.latents(device), num_inference_steps=3, fail=True)
+    assert g.report.of_kind("error")
+    assert not any("saw no denoising step" in reason for reason in g.report.not_checked), g.report.not_checked
+
+
 def test_a_step_whose_own_garbage_the_collector_frees_does_not_grow(backend: str, device) -> None:
     # Seen on the H100: QwenImage Edit's growth verdict flipped between census runs (0 and 2 growing steps, both ways)
     # as the collector freed the block's own cycles in one step or another and the figure counted them back.
@@ -289,15 +300,19 @@ def test_a_block_inside_another_leaves_no_freeze_for_the_blocks_after_them(backe
     if devices.run_froze_heap:
         pytest.skip("a checking run froze its imports: this test is about a process without a freeze of its own")
     assert gc.get_freeze_count() == 0, "the process froze objects itself: callers_freeze's tests cover that"
-    with nosync_guard(checks=("alloc_growth",), backend=backend) as outer:
-        with nosync_guard(checks=("alloc_growth",), backend=backend) as inner, inner.step():
-            torch.ones(8, device=device)
-        with outer.step():
-            torch.ones(8, device=device)
-    assert gc.get_freeze_count() == 0 and not devices._left_frozen
-    with nosync_guard(checks=("alloc_growth",), backend=backend) as later, later.step():
-        assert gc.get_freeze_count() > 0
-    assert gc.get_freeze_count() == 0  # the later block's freeze is undone, as any lone block's
+    try:
+        with nosync_guard(checks=("alloc_growth",), backend=backend) as outer:
+            with nosync_guard(checks=("alloc_growth",), backend=backend) as inner, inner.step():
+                torch.ones(8, device=device)
+            with outer.step():
+                torch.ones(8, device=device)
+        assert gc.get_freeze_count() == 0 and not devices._left_frozen
+        with nosync_guard(checks=("alloc_growth",), backend=backend) as later, later.step():
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() == 0  # the later block's freeze is undone, as any lone block's
+    finally:  # where it failed, the next tests of the process start without a freeze of this one's
+        gc.unfreeze()
+        devices._left_frozen = False
 
 
 def test_a_callers_freeze_is_never_undone_and_the_block_scans_only_what_it_made(

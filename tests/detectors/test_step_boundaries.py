@@ -151,6 +151,12 @@ def test_a_raise_inside_a_marked_step_is_that_steps_error(backend: str, device: 
             raise ValueError("the second step fails")
     (error,) = g.report.of_kind("error")
     assert error.step == 1 and g.report.passed is False
+    # a guard around it records the same raise too: the inner guard's record is not the outer's
+    outer, inner = nosync_guard(backend=backend), nosync_guard(backend=backend)
+    with pytest.raises(ValueError), outer, inner, inner.step():
+        x.add(1)
+        raise ValueError("inside both")
+    assert outer.report.of_kind("error") and inner.report.of_kind("error") and outer.report.passed is False
 
 
 class _UnetLoop(loop_pipeline.LoopPipeline):  # the twin's loop with its denoiser where a UNet pipeline keeps it

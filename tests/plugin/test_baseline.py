@@ -114,6 +114,25 @@ def test_a_check_named_as_a_string_is_that_checks_scope_in_the_baseline(pytester
     assert "FIXED" not in second.stdout.str()
 
 
+NO_CHECK = """
+import torch
+
+
+def test_no_check(nosync, nosync_device):
+    x = torch.ones(2, device=nosync_device)
+    with nosync.guard(checks=(), whole_block=True):
+        float(x.sum())
+"""
+
+
+def test_a_guard_of_the_fixture_with_no_check_is_refused_not_passed(pytester: pytest.Pytester) -> None:
+    """The run's guard options carry a trace setting (kept on failure), which let `checks=()` pass a sync as clean."""
+    pytester.makepyfile(test_none=NO_CHECK)
+    result = pytester.runpytest("--nosync")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ValueError: a guard needs at least one check to run*"])
+
+
 def test_a_guards_options_are_read_strictly() -> None:
     """A flag given as a string ("False" is true), a negative budget or a non-name check is a ValueError where the
     guard is made; a guard with no check is refused where it is entered (its block passed, judged on nothing)."""

@@ -51,6 +51,10 @@ class StepContext(Protocol):
     def step_ms(self) -> Mapping[int, float]:
         """Host milliseconds of each closed step."""
 
+    @property
+    def raised(self) -> bool:
+        """The code under test raised in the block: its `error` finding is the verdict on what ran."""
+
     def unobserved(self) -> AbstractContextManager[None]:
         """The plugin's own work inside the block: detectors record nothing and raise nothing in it."""
 

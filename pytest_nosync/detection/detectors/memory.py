@@ -141,8 +141,14 @@ class MemoryDetector(Detector):
         self._allocations = devices.allocations(self.options.backend)
         self._paused = devices.PausedCollector().__enter__()
         if self.options.alloc_sites:
-            self._tracker = AllocationTracker(lambda: ctx.effective_step)
-            self._tracker.__enter__()
+            try:
+                self._tracker = AllocationTracker(lambda: ctx.effective_step)
+                self._tracker.__enter__()
+            except BaseException:  # the guard disarms only what armed: the paused collector is this one's to resume
+                self._tracker = None
+                self._paused.__exit__()
+                self._paused = None
+                raise
 
     def disarm(self) -> None:
         try:
@@ -211,12 +217,12 @@ class MemoryDetector(Detector):
 
     def unchecked(self) -> str | None:
         judged = self.judged_steps()
-        if not self._end:  # growth is per step: a block without steps judged none (it passed as clean)
+        if not self._begin and not self.ctx.raised:  # growth is per step: a block without one passed as clean
             return (
                 "growth is judged step by step, and the block saw no denoising step: pass the pipeline to the guard, "
                 "mark its steps (`with g.step()`) or use whole_block=True"
             )
-        if len(judged) < 2:
+        if self._end and len(judged) < 2:  # (a step begun and never ended raised: its error is the verdict)
             ran = len(self._end)
             return (
                 f"growth is judged on two steps after the scheduler's warm-up ({self.warmup_steps} step(s)), and the "
