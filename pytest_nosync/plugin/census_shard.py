@@ -80,9 +80,7 @@ class CensusShards:
         return bool(self.ignored) and _relative(path, self.config.rootpath) in self.ignored
 
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
-        if self.kept is None or not self.ignored:
-            return None
-        return True if _relative(collection_path, config.rootpath) in self.ignored else None
+        return True if self.elsewhere(collection_path) else None
 
     @pytest.hookimpl(trylast=True)  # on the final selection, in every worker alike (one durations file)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
