@@ -93,8 +93,7 @@ def rows(reports: Iterable[Report], coverage: Coverage) -> list[Row]:
         cells = {column: _cell(column, outcomes.get(column), checks.get(column)) for column in wanted}
         pipeline = next((o.pipeline for o in outcomes.values() if o.pipeline), "") or _pipeline_of(checks.values())
         # in the table's column order, not the order the workers finished them in: a run renders one way
-        ordered = [c for c in wanted if c in checks] + sorted(set(checks) - set(wanted))  # a report of no column too
-        note = _note([outcomes[c] for c in wanted if c in outcomes], [checks[c] for c in ordered])
+        note = _note([outcomes[c] for c in column_order(outcomes)], [checks[c] for c in column_order(checks)])
         if pipeline in coverage.deprecated:  # tried as any class; the reader weighs its findings knowing it
             note = "; ".join(filter(None, ("deprecated", note)))
         out.append(Row(pipeline or "—", tester, cells, note))
