@@ -149,8 +149,8 @@ class Guard:
     ) -> bool:
         if not self.enabled:
             return False
-        if exc is not None and not self.absorb(exc) and isinstance(exc, Exception) and not self._recorded(exc):
-            self.record_exception(exc)  # the code under test raised (pytest's skip and fail are no Exception)
+        if exc is not None:
+            self._record_own(exc)
         if self.whole_block and self._step is not None:
             self.end_step()
         self._active = False
@@ -418,8 +418,8 @@ class Guard:
             yield self._completed
         except BaseException as exc:
             # a fail-fast error, or the code's own raise, recorded in the step it happened in, before the step closes
-            if self._active and not self.absorb(exc) and isinstance(exc, Exception) and not self._recorded(exc):
-                self.record_exception(exc)
+            if self._active:
+                self._record_own(exc)
             raise
         finally:
             self.end_step()
@@ -438,10 +438,13 @@ class Guard:
                            detail=f"{kind.__name__}: {first} (diffusers {version})", source="exception",
                            data={"exception": name, "message": str(exc), "diffusers": version})  # fmt: skip
 
-    def _recorded(self, exc: BaseException) -> bool:
-        """Whether this guard recorded `exc` already (a step records it where it was raised; another guard's record
-        of it is not this one's)."""
-        return any(guard is self for guard in getattr(exc, "_nosync_recorded_by", ()))
+    def _record_own(self, exc: BaseException) -> None:
+        """`exc` as an `error` finding where the code under test raised it (not a detector's: absorbed; pytest's
+        skip and fail are no Exception), once by this guard: a step records it where it was raised, and the block's
+        exit sees it again; another guard's record of it is not this one's."""
+        recorded_by = getattr(exc, "_nosync_recorded_by", ())
+        if not self.absorb(exc) and isinstance(exc, Exception) and not any(guard is self for guard in recorded_by):
+            self.record_exception(exc)
 
     def absorb(self, exc: BaseException) -> bool:
         """Let the detector that caused `exc` (fail-fast mode, a recompile) record it as a finding, once. True when
