@@ -246,7 +246,7 @@ class PausedCollector:
             if self._resume:
                 gc.enable()
             raise
-        _own_freezes += self._froze  # counted once frozen: a raise before leaves no count that no exit takes back
+        _own_freezes += self._froze  # counted only once frozen: an interrupted entry leaves no count behind
         _left_frozen = _left_frozen or not self._froze  # on top of a caller's freeze: it stays (see the docstring)
         return self
 
