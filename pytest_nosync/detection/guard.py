@@ -62,8 +62,7 @@ class Guard:
         on_finish: Callable[[Report], None] | None = None,
         detectors: Iterable[Detector] = (),
     ) -> None:
-        self.options = options or GuardOptions()
-        checks.lookup(self.options.checks)  # UnknownCheck (a ValueError) names an unknown one
+        self.options = options or GuardOptions()  # its check names are known ones (GuardOptions says which is not)
         self.pipeline = pipeline
         self.enabled = enabled
         self.whole_block = whole_block

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..checks import lookup
 from ..findings import Mode
 from ..policy import AllowEntry, KnownMatcher, Policy, parse_allow
 from ..profiling.config import TraceBudgets, TraceConfig
@@ -61,6 +62,7 @@ class GuardOptions:
         object.__setattr__(self, "checks", tuple(self.checks))
         if not all(isinstance(c, str) for c in self.checks):
             raise ValueError(f"checks must be check names (e.g. 'syncs'), got {self.checks!r}")
+        lookup(self.checks)  # UnknownCheck (a ValueError) names an unknown one, where the options are made
         for name in _FLAGS:  # `device_work="False"` is a true string: it read as True
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")

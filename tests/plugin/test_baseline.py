@@ -134,18 +134,22 @@ def test_a_guard_of_the_fixture_with_no_check_is_refused_not_passed(pytester: py
 
 
 def test_a_guards_options_are_read_strictly() -> None:
-    """A flag given as a string ("False" is true), a negative budget or a non-name check is a ValueError where the
-    guard is made; a guard with no check is refused where it is entered (its block passed, judged on nothing)."""
-    from pytest_nosync import nosync_guard
+    """A flag given as a string ("False" is true), a negative budget, a non-name or an unknown check is a ValueError
+    where the options (and so the guard) are made; a guard with no check is refused where it is entered (its block
+    passed, judged on nothing)."""
+    from pytest_nosync import GuardOptions, nosync_guard
 
     for bad, said in (
         ({"device_work": "False"}, "device_work must be True or False, got 'False'"),
         ({"count_outside_steps": "false"}, "count_outside_steps must be True or False"),
         ({"budget": -1}, "budget must be a whole number of findings"),
         ({"checks": ["syncs", 3]}, "checks must be check names"),
+        ({"checks": ["sycns"]}, "unknown check 'sycns'"),
     ):
         with pytest.raises(ValueError, match=said):
             nosync_guard(backend="emulate", **bad)
+    with pytest.raises(ValueError, match="unknown check 'sycns'"):  # where the options are made, before any guard
+        GuardOptions(checks=("syncs", "sycns"))
     with pytest.raises(ValueError, match="needs at least one check"), nosync_guard(backend="emulate", checks=[]):
         pass
 
