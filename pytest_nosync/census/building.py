@@ -24,8 +24,8 @@ from ..detection.guard_options import GuardOptions
 from ..findings import Report
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..suite import process_caches
-from ..suite.checks import plan, warmed
-from ..suite.pipelines import Prepared, check, prepare
+from ..suite.checks import warmed
+from ..suite.pipelines import FixedSteps, Prepared, check, prepare
 from ..suite.scenarios import NotApplicable
 from ..suite.shared_traces import TraceStore
 from ..suite.targets.base import CallContext
@@ -90,10 +90,23 @@ def run(
     """A census item's report: `check_name` on its tester's pipeline with `scenario` (`built`: the tester's state in
     this run), in the suite's call context for the check `ctx` (float32 unless `dtype`), under
     `options(target, denoiser)` once the tester is built (`share`: the run's store of graph verdicts,
-    suite.shared_traces). NotChecked for what cannot be checked here."""
+    suite.shared_traces), through the suite's check (suite.pipelines.check), its report naming the pipeline and its
+    denoiser. NotChecked for what cannot be checked here: the tester, the scenario or the check (a pipeline whose
+    steps are fixed at fewer than the check needs)."""
     ctx = census_context(ctx, dtype)
     pipeline = prepared(built, scenario, ctx, recording)
-    return checked(built, pipeline, check_name, ctx, options(built.tester.name, built.denoiser), test_id, share)
+    tester = built.tester
+    target, guard_options = tester.target(), options(tester.name, built.denoiser)
+    try:
+        report = check(pipeline, check_name, lambda pipe: target.kwargs_by_steps(pipe, ctx), guard_options,
+                       steps=ctx.steps, test_id=test_id, target=target.name, share=share,
+                       steps_are_calls=target.steps_are_calls, fixed_steps=fixed_steps(tester))  # fmt: skip
+    except NotApplicable as exc:  # the check or the scenario cannot be checked on this pipeline (see suite.pipelines)
+        raise NotChecked(f"not checkable: {exc}") from None
+    report.metrics["pipeline"] = target.pipeline_class
+    report.metrics["denoiser"] = target.denoiser
+    report.metrics.update(tester.report_facts())  # a stand-in tester, generated inputs or components: said so
+    return report
 
 
 def census_context(ctx: CallContext, dtype: str | None) -> CallContext:
@@ -157,42 +170,11 @@ def prepared(
     return result
 
 
-def checked(
-    built: Built,
-    pipeline: Prepared,
-    check_name: str,
-    ctx: CallContext,
-    options: GuardOptions,
-    test_id: str,
-    share: TraceStore | None = None,
-) -> Report:
-    """`check_name` on the prepared pipeline (suite.pipelines.check: the suite's check), its report naming the
-    pipeline and its denoiser. NotChecked where the pipeline cannot take the check or the scenario. `share`: the
-    run's store of graph verdicts (suite.shared_traces), None to trace every class."""
-    tester = built.tester
-    if pipeline.error is None:
-        _beyond_fixed_steps(tester, check_name, pipeline.pipe, ctx.steps)
-    target = tester.target()
-    try:
-        report = check(pipeline, check_name, lambda pipe: target.kwargs_by_steps(pipe, ctx), options,
-                       steps=ctx.steps, test_id=test_id, target=target.name, share=share,
-                       steps_are_calls=target.steps_are_calls)  # fmt: skip
-    except NotApplicable as exc:  # a call showed the scenario has no support for the pipeline's inputs
-        raise NotChecked(f"not checkable: {exc}") from None
-    report.metrics["pipeline"] = target.pipeline_class
-    report.metrics["denoiser"] = target.denoiser
-    report.metrics.update(tester.report_facts())  # a stand-in tester, generated inputs or components: said so
-    return report
-
-
-def _beyond_fixed_steps(tester: Tester, check_name: str, pipe: Any, steps: int) -> None:
-    """A check that needs more steps than the pipeline runs whatever num_inference_steps says is not checkable: a
-    property of the pipeline (SanaSprint's SCM schedule is capped at two), skipped with that reason and counted."""
+def fixed_steps(tester: Tester) -> FixedSteps | None:
+    """The steps every call of the tester's pipeline runs whatever num_inference_steps asks, where its calibration
+    found them fixed (None: they follow it)."""
     calibration = tester.calibration
     fixed = calibration.fixed_steps if calibration is not None else None
-    needed = plan(check_name, pipe, steps)[0]
-    if fixed is not None and fixed < needed:
-        raise NotChecked(  # the check's name and need left out: one reason for all of a class's checks it stops
-            f"not checkable: {tester.pipeline_class.__name__} runs {fixed} denoising step(s) a call whatever "
-            f"num_inference_steps asks ({calibration.fixed_because}), fewer than the check needs"
-        )
+    if fixed is None:
+        return None
+    return FixedSteps(fixed, tester.pipeline_class.__name__, calibration.fixed_because)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -29,7 +29,7 @@ from ..detection.guard_options import GuardOptions
 from ..findings import Kind, Report
 from ..scenarios import PLAIN, SCENARIOS, Scenario
 from ..source_identity import short_place
-from .checks import CallKwargs, run_check, warm_calls
+from .checks import CallKwargs, plan, run_check, warm_calls
 from .guarded_call import error_report, guarded_call
 from .scenarios import NotApplicable, apply, calls_context, kept_process_wide
 from .shared_traces import TraceStore, run_shared
@@ -52,6 +52,15 @@ class Prepared:
     error: BaseException | None = None  # the scenario (or what followed it) raised: every check reports it
     not_applicable: str = ""  # the scenario does not apply here: every check is skipped with this reason
     device: torch.device | None = None  # where it runs (a warm-up call on a GPU is waited for: `call`)
+
+
+class FixedSteps(NamedTuple):
+    """A pipeline whose every call runs `steps` denoising steps whatever num_inference_steps asks (`because`):
+    a check that needs more is not applicable to it (`pipeline` names it in the reason)."""
+
+    steps: int
+    pipeline: str
+    because: str
 
 
 def prepare(
@@ -102,15 +111,18 @@ def check(
     target: str = "",
     share: TraceStore | None = None,
     steps_are_calls: bool = False,
+    fixed_steps: FixedSteps | None = None,
 ) -> Report:
     """`check` on the prepared pipeline (`call_kwargs(pipe)`: steps → a call's kwargs), or the error its scenario
     raised, as the report of that check. NotApplicable where a call raised what the scenario's registry entry says
     means no support for the pipeline's inputs (`Scenario.unsupported`): the pipeline's later checks under it are not
     applicable for the same reason, without a call. `share`: a dynamo check's verdict may come from another
     pipeline's trace with the same key (suite.shared_traces). `steps_are_calls`: a pipeline without a denoising
-    loop, each of its calls one step (run_check)."""
+    loop, each of its calls one step (run_check). `fixed_steps`: the pipeline runs that many steps whatever the count
+    asks, and a check that needs more is NotApplicable (its later checks are still made)."""
     report = _refused(prepared, options, test_id=test_id, check=check, target=target)
     if report is None:
+        _within(fixed_steps, check, prepared.pipe, steps)
         kwargs = call_kwargs(prepared.pipe)
 
         def compute() -> Report:
@@ -162,6 +174,16 @@ def _refused(prepared: Prepared, options: GuardOptions, *, test_id: str, check: 
     if prepared.error is not None:
         return error_report(prepared.error, options, test_id=test_id, check=check, target=target)
     return None
+
+
+def _within(fixed: FixedSteps | None, check: str, pipe: Any, steps: int) -> None:
+    """NotApplicable where the pipeline runs fewer steps than `check` needs whatever num_inference_steps asks: a
+    property of the pipeline (SanaSprint's SCM schedule is capped at two), one reason for every check it stops."""
+    if fixed is not None and fixed.steps < plan(check, pipe, steps)[0]:
+        raise NotApplicable(  # the check's name and need left out: one reason for all of a pipeline's checks it stops
+            f"{fixed.pipeline} runs {fixed.steps} denoising step(s) a call whatever num_inference_steps asks "
+            f"({fixed.because}), fewer than the check needs"
+        )
 
 
 def _under_scenario(prepared: Prepared, report: Report) -> Report:

@@ -1,15 +1,20 @@
-"""suite.pipelines.prepare, the one path to a pipeline: whose a raise while building it is (the caller's, or, where the
-caller names its own raises, the pipeline's finding, as the census's plain build takes it)."""
+"""suite.pipelines, the one path to a pipeline: whose a raise while building it is (the caller's, or, where the caller
+names its own raises, the pipeline's finding, as the census's plain build takes it), and which checks a pipeline whose
+steps are fixed can take."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+from pytest_nosync.detection.guard_options import GuardOptions
 from pytest_nosync.scenarios import PLAIN, SCENARIOS
-from pytest_nosync.suite.pipelines import Uncallable, prepare
+from pytest_nosync.suite.checks import plan
+from pytest_nosync.suite.pipelines import FixedSteps, Uncallable, check, prepare
+from pytest_nosync.suite.scenarios import NotApplicable
 
 CPU = torch.device("cpu")
 
@@ -53,3 +58,32 @@ def test_a_plain_build_that_succeeds_is_warmed_by_then() -> None:
     pipe = object()
     prepared = prepare(lambda: pipe, None, "transformer", CPU, then=seen.append, callers=(Unbuildable,))
     assert prepared.pipe is pipe and prepared.error is None and seen == [pipe]
+
+
+class Reached(Exception):
+    """The check went on to make its call's kwargs: nothing refused it."""
+
+
+def _reached(pipe: object) -> Callable[[int], dict]:
+    raise Reached
+
+
+def test_a_check_needing_more_steps_than_a_pipeline_runs_is_not_applicable_and_one_it_fits_goes_on() -> None:
+    """A pipeline whose calls run two steps whatever num_inference_steps asks (SanaSprint's SCM schedule) cannot take
+    a check whose measured call needs three; a check of two steps is made. The pipeline stays for its later checks."""
+    pipe = SimpleNamespace()
+    prepared = prepare(lambda: pipe, None, "transformer", CPU)
+    fixed = FixedSteps(2, "CappedPipeline", "its schedule is capped at two")
+    assert plan("alloc_growth", pipe, 2)[0] == 3 and plan("syncs", pipe, 2)[0] == 2
+    options = GuardOptions(backend="emulate")
+    with pytest.raises(
+        NotApplicable,
+        match=r"CappedPipeline runs 2 denoising step\(s\) a call whatever "
+        r"num_inference_steps asks \(its schedule is capped at two\), fewer than the check needs",
+    ):
+        check(prepared, "alloc_growth", _reached, options, steps=2, fixed_steps=fixed)
+    assert prepared.pipe is pipe and not prepared.not_applicable
+    with pytest.raises(Reached):
+        check(prepared, "syncs", _reached, options, steps=2, fixed_steps=fixed)
+    with pytest.raises(Reached):  # steps that follow the count: nothing refused
+        check(prepared, "alloc_growth", _reached, options, steps=2)
