@@ -19,7 +19,7 @@ it does not apply to.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -33,12 +33,14 @@ _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")  # a boo
 
 @dataclass(frozen=True)
 class Param:
-    """A parameter's default and its allowed range (numbers), or allowed values (choices)."""
+    """A parameter's default and its allowed range (numbers), or allowed values (choices), or the reader of the library
+    that takes it (`reads`: raises ValueError for a value it refuses)."""
 
     default: Any
     low: float | None = None
     high: float | None = None
     choices: tuple[Any, ...] = ()
+    reads: Callable[[str], Any] | None = None
 
     def read(self, raw: str, name: str) -> Any:
         kind = type(self.default)
@@ -58,6 +60,11 @@ class Param:
             raise ValueError(f"{name} must be one of {', '.join(map(str, self.choices))}, got {raw!r}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise ValueError(f"{name} must be in [{self.low}, {self.high}], got {raw!r}")
+        if self.reads is not None:
+            try:
+                self.reads(value)
+            except ValueError as exc:  # the library's own refusal, where the user typed it, not at the feature's call
+                raise ValueError(f"{name} {exc}, got {raw!r}") from None
         return value
 
 
@@ -98,6 +105,20 @@ class Scenario:
                 raise ValueError(f"scenario {self.name} has no parameter {key!r} (its parameters: {known})")
             read[key] = self.params[key].read(raw, f"{self.name}:{key}")
         return replace(self, values=read)
+
+
+def _memory_size(raw: str) -> int:
+    """A memory size as ComponentsManager reads it (accelerate's convert_file_size_to_int: "3GB", "512MiB"); a
+    ValueError where it would raise when the offloading is turned on, on the device, as an `error` finding."""
+    # without accelerate diffusers cannot offload, and the scenario says so where it is turned on
+    try:
+        from accelerate.utils.modeling import convert_file_size_to_int  # imports torch: only for a size a user writes
+    except ImportError:
+        return 0
+    try:
+        return convert_file_size_to_int(raw)
+    except ValueError:
+        raise ValueError("must be a size with its unit, as diffusers reads it (3GB, 512MiB)") from None
 
 
 def _scenario(name: str, help: str, feature: str, **params: Any) -> tuple[str, Scenario]:
@@ -169,7 +190,8 @@ SCENARIOS: dict[str, Scenario] = dict(
                   "while it runs", "offload", not_on_cpu=TO_AN_ACCELERATOR),
         _scenario("components_auto_offload", "ComponentsManager.enable_auto_cpu_offload(): a modular pipeline's "
                   "models moved to the device as they run, others moved aside when its memory runs short",
-                  "components_auto_offload", cuda_only=FREE_MEMORY, memory_reserve_margin=Param("3GB")),
+                  "components_auto_offload", cuda_only=FREE_MEMORY,
+                  memory_reserve_margin=Param("3GB", reads=_memory_size)),
         _scenario("group_offload_block", "enable_group_offload(offload_type='block_level'): groups of blocks onloaded "
                   "in turn", "group_offload", num_blocks_per_group=Param(1, 1, 1000)),
         _scenario("group_offload_leaf_stream", "enable_group_offload(offload_type='leaf_level', use_stream=True): "

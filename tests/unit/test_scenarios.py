@@ -59,6 +59,12 @@ def test_a_selection_reads_names_settings_and_all() -> None:
         ("regional_compile:fullgraph=ture", "regional_compile:fullgraph must be true or false, got 'ture'"),
         ("first_block_cache:threshold=nan", "first_block_cache:threshold must be a number, got 'nan'"),
         (["lora", 3], "a scenario is named by a string, got 3"),  # a marker's list
+        # diffusers' ComponentsManager refuses it only when the offloading is turned on, on a GPU: an `error` finding
+        (
+            "components_auto_offload:memory_reserve_margin=3",
+            "components_auto_offload:memory_reserve_margin must be a size with its unit, as diffusers reads it (3GB, "
+            "512MiB), got '3'",
+        ),
     ],
 )
 def test_a_bad_selection_is_one_sentence(text: str, message: str) -> None:
@@ -74,6 +80,12 @@ def test_a_bool_reads_the_words_of_either_value_and_a_choice_in_any_case() -> No
         assert compiled.value("fullgraph") is value, word
     (faster,) = parse("faster_cache:is_guidance_distilled=True")
     assert faster.value("is_guidance_distilled") == "true"
+
+
+def test_a_memory_size_is_read_as_diffusers_reads_it() -> None:
+    for size in ("3GB", "512MiB", "1.5gb"):
+        (offload,) = parse(f"components_auto_offload:memory_reserve_margin={size}")
+        assert offload.value("memory_reserve_margin") == size
 
 
 def test_settings_keep_the_registry_unchanged() -> None:
