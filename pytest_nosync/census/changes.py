@@ -88,9 +88,10 @@ def merge_base(repo: Path) -> str:
 
 def touched(record: ExecutedCode, changes: Mapping[str, LineRanges]) -> list[tuple[str, str]]:
     """(file, qualified name) of each recorded function a changed line falls in, and (file, "<module>") for a
-    recorded file changed outside all its functions; sorted, each once."""
+    recorded file changed outside all its functions (a file whose module-level code the recorded code reads, none of
+    its functions run, is recorded too: `ExecutedCode.imported`); sorted, each once."""
     hits: set[tuple[str, str]] = set()
-    spans_by_file: dict[str, list[tuple[str, int, int]]] = {}
+    spans_by_file: dict[str, list[tuple[str, int, int]]] = {file: [] for file in record.imported}
     for span in record.spans:
         spans_by_file.setdefault(span.file, []).append((span.qualname, span.first_line, span.last_line))
     for file, spans in spans_by_file.items():

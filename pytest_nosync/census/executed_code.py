@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .imported_code import imported_files
+
 FORMAT_VERSION = 1
 # The ids sys.monitoring leaves unnamed (0, 1, 2 and 5 are the debugger's, coverage's, the profiler's, the optimizer's).
 MONITORING_TOOL_IDS = (3, 4)
@@ -51,13 +53,15 @@ class ExecutedCode:
 
     backend: str
     spans: frozenset[CodeSpan] = frozenset()
+    # files none of whose functions ran whose module-level code the recorded code reads (imported_code; with roots)
+    imported: frozenset[str] = frozenset()
     # (first, last) of every function of a recorded file, ran or not: a changed line outside all is module-level
     _defs: dict[str, Ranges | None] = field(default_factory=dict, repr=False)
     _blobs: dict[str, str | None] = field(default_factory=dict, repr=False)
     _stamps: dict[str, tuple[int, int] | None] = field(default_factory=dict, repr=False)  # (mtime_ns, size) at the end
 
     def files(self) -> set[str]:
-        return {span.file for span in self.spans}
+        return {span.file for span in self.spans} | self.imported
 
     def defs(self, file: str) -> Ranges | None:
         """The functions of `file` as they were when its code ran; None when the file has changed since and they
@@ -84,14 +88,15 @@ class ExecutedCode:
         (diffusers/schedulers/x.py), which is the same in a checkout's src/ and in site-packages."""
         anchors = _anchors(roots)
         files: dict[str, dict[str, Any]] = {}
+        for file in sorted(self.files()):
+            key = _key_under(file, anchors)
+            if key is not None:
+                defs = self.defs(file)
+                files[key] = {"blob": self.blob(file), "ran": [], "defs": None if defs is None else list(defs)}
         for span in sorted(self.spans):
             key = _key_under(span.file, anchors)
-            if key is None:
-                continue
-            if key not in files:
-                defs = self.defs(span.file)
-                files[key] = {"blob": self.blob(span.file), "ran": [], "defs": None if defs is None else list(defs)}
-            files[key]["ran"].append([span.qualname, span.first_line, span.last_line])
+            if key is not None:
+                files[key]["ran"].append([span.qualname, span.first_line, span.last_line])
         return {"version": FORMAT_VERSION, "backend": self.backend, "files": files}
 
     @classmethod
@@ -102,16 +107,19 @@ class ExecutedCode:
         anchors = {name: root for root, name in _anchors(roots)}
         record = cls(backend=str(data.get("backend", "")))
         spans: set[CodeSpan] = set()
+        imported: set[str] = set()
         for key, entry in data["files"].items():
             name, _, rest = key.partition("/")
             if name not in anchors:
                 continue
             path = str(Path(anchors[name], rest))
             spans.update(CodeSpan(path, q, first, last) for q, first, last in entry["ran"])
+            if not entry["ran"]:
+                imported.add(path)
             defs = entry["defs"]
             record._defs[path] = None if defs is None else tuple((first, last) for first, last in defs)
             record._blobs[path] = entry["blob"]
-        record.spans = frozenset(spans)
+        record.spans, record.imported = frozenset(spans), frozenset(imported)
         return record
 
 
@@ -124,8 +132,9 @@ def record_executed(backend: str | None = None, roots: Iterable[Path] | None = N
     installed is chained (it keeps receiving its events); a C-level one (cProfile, torch.profiler's stack recorder)
     cannot be chained from Python, so the recorder refuses with RecorderBusy rather than silence it.
 
-    With `roots`, only code under them is kept, and their files' functions and blob hashes are taken as the block
-    ends, so the record stays right if the files change later in the process.
+    With `roots`, only code under them is kept, with the files none of whose functions ran whose module-level code
+    it reads (imported_code), and their files' functions and blob hashes are taken as the block ends, so the record
+    stays right if the files change later in the process.
     """
     backend = backend or ("monitoring" if hasattr(sys, "monitoring") else "setprofile")
     anchors = None if roots is None else _anchors(roots)
@@ -145,6 +154,8 @@ def record_executed(backend: str | None = None, roots: Iterable[Path] | None = N
         if anchors is not None:
             spans = {span for span in spans if _key_under(span.file, anchors) is not None}
         record.spans = frozenset(spans)
+        if anchors is not None:
+            record.imported = imported_files(_ran_lines(spans), anchors)
         record._stamps = {file: _stamp(file) for file in record.files()}
         if anchors is not None:
             for file in record.files():
@@ -209,6 +220,16 @@ def _profiling(seen: set[types.CodeType]) -> Iterator[None]:
         # Only ours is taken down: a profiler installed inside the block and still there is its owner's to remove.
         if sys.getprofile() is profile:
             sys.setprofile(previous)
+
+
+def _ran_lines(spans: Iterable[CodeSpan]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each file with the lines of its functions that ran (a module's own code, run at its import, is no function)."""
+    ran: dict[str, list[tuple[int, int]]] = {}
+    for span in spans:
+        lines = ran.setdefault(span.file, [])
+        if span.qualname != "<module>":
+            lines.append((span.first_line, span.last_line))
+    return {file: tuple(lines) for file, lines in ran.items()}
 
 
 def _recordable(filename: str) -> bool:

@@ -3,8 +3,10 @@ that ran selects it; clean twin: a change inside one that did not, selects nothi
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,120 @@ def test_a_record_whose_file_changed_unseen_counts_every_change_there(repo: Path
     edit(repo / "pkg" / "work.py", "    return 0", "    return 1  # now longer")
     assert executed.defs(work(repo)) is None
     assert touched(executed, changed_lines(repo)) == [(work(repo), "<module>")]
+
+
+SHARED = "from .constants import LIMIT, Mixin\n"
+CONSTANTS = """\
+LIMIT = 3
+
+
+def unused():
+    return 0
+
+
+class Mixin:
+    scale = 2
+
+    def never(self):
+        return 1
+"""
+LAYERED = """\
+from . import __version__
+from .other_pipeline import OtherPipeline
+from .shared import LIMIT, Mixin
+
+
+class Pipe(Mixin):
+    def __call__(self, x):
+        return x * self.scale + LIMIT
+
+
+def lazy():
+    from .lazy_only import THING
+
+    return THING
+"""
+
+
+OTHER_PIPELINE = """\
+EXAMPLE = "an example"
+
+
+class OtherPipeline:
+    def __call__(self):
+        return EXAMPLE
+"""
+
+
+@pytest.fixture
+def layered(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, ExecutedCode]:
+    """A package whose work.py reads a constant and a mixin's class attribute from a module none of whose functions
+    run (imported before the record began, through a package that re-exports them); the record of Pipe()(1)."""
+    name = f"nosync_layered_{abs(hash(request.node.name))}"
+    repo = tmp_path / "repo"
+    package = repo / name
+    (package / "shared").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "t@example.com")
+    git(repo, "config", "user.name", "t")
+    files = {"__init__.py": "__version__ = '1.0'\n", "shared/__init__.py": SHARED, "shared/constants.py": CONSTANTS}
+    files |= {"work.py": LAYERED, "lazy_only.py": "THING = 1\n", "unrelated.py": "VALUE = 1\n"}
+    files |= {"other_pipeline.py": OTHER_PIPELINE}
+    for path, text in files.items():
+        (package / path).write_text(text)
+    commit(repo, "base")
+    sys.path.insert(0, str(repo))
+    try:
+        module = importlib.import_module(f"{name}.work")
+        with record_executed(roots=[package]) as executed:
+            module.Pipe()(1)
+    finally:
+        sys.path.remove(str(repo))
+        for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+            del sys.modules[loaded]
+    return package, executed
+
+
+def test_a_module_whose_names_the_recorded_code_imports_is_in_the_record_without_its_re_exporter(layered) -> None:
+    package, record = layered
+    constants = str((package / "shared" / "constants.py").resolve())
+    # not shared/__init__ (it only re-exports), lazy_only (imported in a function that never ran) or unrelated
+    assert record.imported == {constants}
+    back = ExecutedCode.from_json(record.to_json([package]), [package])
+    assert back.imported == {constants} and back.files() == record.files()
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("LIMIT = 3", "LIMIT = 4"), ("    scale = 2", "    scale = 3")],  # a constant; a class attribute the call reads
+)
+def test_a_module_level_change_of_a_module_read_at_import_selects_the_code_that_imports_it(layered, old, new) -> None:
+    """Bug twin: no function of constants.py ran, so its record was empty and this change selected nothing."""
+    package, record = layered
+    edit(package / "shared" / "constants.py", old, new)
+    assert touched(record, changed_lines(package.parent)) == [(str((package / "shared" / "constants.py").resolve()),
+                                                                "<module>")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("old", "new"), [("    return 0", "    return 5"), ("        return 1", "        return 6")])
+def test_a_change_inside_a_function_of_a_module_read_at_import_selects_nothing(layered, old, new) -> None:
+    package, record = layered
+    edit(package / "shared" / "constants.py", old, new)
+    assert touched(record, changed_lines(package.parent)) == []
+
+
+def test_an_import_inside_a_function_that_never_ran_is_no_dependency(layered) -> None:
+    package, record = layered
+    edit(package / "lazy_only.py", "THING = 1", "THING = 2")
+    edit(package / "unrelated.py", "VALUE = 1", "VALUE = 2")
+    assert touched(record, changed_lines(package.parent)) == []
+
+
+def test_an_imported_class_that_never_ran_and_a_packages_face_are_no_dependency(layered) -> None:
+    """Over-selection guard: a test module imports many pipeline classes it never runs (their module-level lines are
+    theirs when they run), and every module reads diffusers' version from its package `__init__`, which each new
+    pipeline edits."""
+    package, record = layered
+    edit(package / "other_pipeline.py", 'EXAMPLE = "an example"', 'EXAMPLE = "another"')
+    edit(package / "__init__.py", "'1.0'", "'1.1'")
+    assert touched(record, changed_lines(package.parent)) == []

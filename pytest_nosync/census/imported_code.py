@@ -1,0 +1,208 @@
+"""The files whose module-level data the recorded code reads without running any of their functions.
+
+A record (executed_code) holds the functions a tester's pipeline ran. A module none of whose functions ran there is
+in no record: one of constants only, read when diffusers was imported, before the record began. Its names reach the
+recorded code through imports, so the imports say where: each name a recorded file imports (at module level, or
+inside a function that ran) is followed through the modules that re-export it to the file that binds it, and where
+that binding is data (an assignment) or a module, that file is a dependency: its module-level lines count. Not:
+
+- a function or a class: its code is in the record where it runs (a test module imports dozens of pipeline classes
+  it never runs; counting them made a change to any of their modules' imports select every tester);
+- a package's `__init__.py`, reached as a re-exporter or imported whole: what it binds itself is the package's face
+  (its version, its lazy import table), which every new pipeline edits;
+- the modules a dependency imports in turn: one step only (following them took a record of Wan from 28 files to 830,
+  every pipeline diffusers has). A constant computed at import from another module's constant is found where it is
+  bound, not where its parts are.
+
+Only files under the record's roots count. Read from the source with `ast`, nothing imported: a name bound some other
+way (a module `__getattr__`) is taken from the module that was imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Anchors = list[tuple[str, str]]  # (root directory, its package name), as executed_code keys files
+Lines = tuple[tuple[int, int], ...]
+_MOST_HOPS = 16  # re-exports followed for one name (a chain longer than this is a cycle the source would not import)
+
+
+@dataclass
+class _Bindings:
+    """A file's module-level names: those it binds to data (assignments), to code (functions, classes, modules), those
+    it takes from another module, and its star imports."""
+
+    data: set[str] = field(default_factory=set)
+    code: set[str] = field(default_factory=set)
+    taken: dict[str, tuple[str, str]] = field(default_factory=dict)  # name → (module, name there)
+    stars: list[str] = field(default_factory=list)
+
+
+def imported_files(ran: dict[str, Lines], anchors: Anchors) -> frozenset[str]:
+    """The files under `anchors` whose module-level code the files in `ran` depend on (see the module doc), not those
+    files themselves. `ran`: each recorded file with the lines of its functions that ran."""
+    found: set[str] = set()
+    for file, lines in ran.items():
+        for module, name in _imports(file, lines, anchors):
+            target, bound = _binder(module, name, anchors)
+            if target is None or target in ran or os.path.basename(target) == "__init__.py":
+                continue  # outside the roots, recorded already, or a package's face (its re-exports, its version)
+            if bound and bound in _bindings(target, _package(target, anchors)).code:
+                continue  # a function or a class: its code is in the record where it runs
+            found.add(target)
+    return frozenset(found)
+
+
+def _imports(file: str, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
+    """(module, name) of each import in `file` at module level or inside a function that ran (name "": the module
+    itself), absolute."""
+    stamp = _stamp(file)
+    if stamp is None:
+        return []
+    return [
+        (module, name)
+        for line, in_function, module, name in _import_table(file, _package(file, anchors), *stamp)
+        if not in_function or any(first <= line <= last for first, last in ran)
+    ]
+
+
+@functools.lru_cache(maxsize=4096)
+def _import_table(file: str, package: str, mtime_ns: int, size: int) -> tuple[tuple[int, bool, str, str], ...]:
+    """(line, inside a function, module, name) of every import in the file, absolute (name "": the module)."""
+    tree = _parsed(file)
+    if tree is None:
+        return ()
+    functions = [
+        (node.lineno, node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    table: list[tuple[int, bool, str, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        inside = any(first <= node.lineno <= last for first, last in functions)
+        if isinstance(node, ast.Import):
+            table.extend((node.lineno, inside, alias.name, "") for alias in node.names)
+            continue
+        module = _absolute(node, package)
+        if module is not None:
+            table.extend((node.lineno, inside, module, "" if a.name == "*" else a.name) for a in node.names)
+    return tuple(table)
+
+
+def _binder(module: str, name: str, anchors: Anchors, hops: int = 0) -> tuple[str | None, str]:
+    """(the file that binds `name` in `module`, the name there), followed through re-exports: the module's own file
+    for name "", or its submodule of that name (name ""); None outside the roots."""
+    if name:
+        submodule = _file_of(f"{module}.{name}", anchors)
+        if submodule is not None:
+            return submodule, ""
+    file = _file_of(module, anchors)
+    if file is None or not name or hops >= _MOST_HOPS:
+        return file, name
+    bindings = _bindings(file, _package(file, anchors))
+    if name in bindings.data or name in bindings.code:
+        return file, name
+    if name in bindings.taken:
+        source, original = bindings.taken[name]
+        return _binder(source, original, anchors, hops + 1)  # None: bound outside the roots
+    for star in bindings.stars:  # the first star-imported module that has the name
+        source = _file_of(star, anchors)
+        there = _bindings(source, _package(source, anchors)) if source is not None else None
+        if there is not None and (name in there.data or name in there.code or name in there.taken or there.stars):
+            return _binder(star, name, anchors, hops + 1)
+    return file, ""  # bound some other way (a module __getattr__): the module imported
+
+
+def _bindings(file: str, package: str) -> _Bindings:
+    stamp = _stamp(file)
+    return _bindings_cached(file, package, *stamp) if stamp is not None else _Bindings()
+
+
+@functools.lru_cache(maxsize=4096)
+def _bindings_cached(file: str, package: str, mtime_ns: int, size: int) -> _Bindings:
+    bindings = _Bindings()
+    tree = _parsed(file)
+    if tree is None:
+        return bindings
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bindings.code.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            bindings.data.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            module = _absolute(node, package)
+            for alias in node.names:
+                if module is not None and alias.name == "*":
+                    bindings.stars.append(module)
+                elif module is not None:
+                    bindings.taken[alias.asname or alias.name] = (module, alias.name)
+        elif isinstance(node, ast.Import):
+            bindings.code.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):  # TYPE_CHECKING blocks, optional imports
+            stack.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.ExceptHandler):
+            stack.extend(node.body)
+    return bindings
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str | None:
+    if not node.level:
+        return node.module
+    parts = package.split(".") if package else []
+    if node.level - 1 > len(parts) or not parts:
+        return None
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _package(file: str, anchors: Anchors) -> str:
+    """The package a file's relative imports start from ("" outside the roots)."""
+    for root, name in anchors:
+        if file.startswith(root + os.sep):
+            parts = [name, *Path(file[len(root) + 1 :]).with_suffix("").parts]
+            return ".".join(parts[:-1])
+    return ""
+
+
+@functools.lru_cache(maxsize=8192)
+def _file_of_cached(module: str, anchors: tuple[tuple[str, str], ...]) -> str | None:
+    head, _, rest = module.partition(".")
+    for root, name in anchors:
+        if head != name:
+            continue
+        base = Path(root, *rest.split(".")) if rest else Path(root)
+        for candidate in (base.with_suffix(".py") if rest else None, base / "__init__.py"):
+            if candidate is not None and candidate.is_file():
+                return str(candidate)
+    return None
+
+
+def _file_of(module: str, anchors: Anchors) -> str | None:
+    return _file_of_cached(module, tuple(anchors))
+
+
+def _parsed(file: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(file).read_bytes(), file)
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+def _stamp(file: str) -> tuple[int, int] | None:
+    try:
+        stat = os.stat(file)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+__all__ = ["imported_files"]
