@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .imported_code import imported_files
+from .imported_code import file_stamp, imported_files
 
 FORMAT_VERSION = 1
 # The ids sys.monitoring leaves unnamed (0, 1, 2 and 5 are the debugger's, coverage's, the profiler's, the optimizer's).
@@ -81,7 +81,7 @@ class ExecutedCode:
         return self._blobs[file]
 
     def _unchanged(self, file: str) -> bool:
-        return file not in self._stamps or self._stamps[file] == _stamp(file)
+        return file not in self._stamps or self._stamps[file] == file_stamp(file)
 
     def to_json(self, roots: Iterable[Path]) -> dict[str, Any]:
         """The record as JSON-friendly data, files under `roots` only, each named `<root name>/<path in root>`
@@ -156,7 +156,7 @@ def record_executed(backend: str | None = None, roots: Iterable[Path] | None = N
         record.spans = frozenset(spans)
         if anchors is not None:
             record.imported = imported_files(_ran_lines(spans), anchors)
-        record._stamps = {file: _stamp(file) for file in record.files()}
+        record._stamps = {file: file_stamp(file) for file in record.files()}
         if anchors is not None:
             for file in record.files():
                 record.defs(file)
@@ -265,14 +265,6 @@ def _last_line(code: types.CodeType) -> int:
 @functools.lru_cache(maxsize=4096)
 def _resolved(filename: str) -> str:
     return os.path.realpath(filename)
-
-
-def _stamp(file: str) -> tuple[int, int] | None:
-    try:
-        stat = os.stat(file)
-    except OSError:
-        return None
-    return (stat.st_mtime_ns, stat.st_size)
 
 
 def _function_ranges(file: str) -> Ranges:

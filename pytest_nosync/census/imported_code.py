@@ -60,7 +60,7 @@ def imported_files(ran: dict[str, Lines], anchors: Anchors) -> frozenset[str]:
 def _imports(file: str, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
     """(module, name) of each import in `file` at module level or inside a function that ran (name "": the module
     itself), absolute."""
-    stamp = _stamp(file)
+    stamp = file_stamp(file)
     if stamp is None:
         return []
     return [
@@ -120,7 +120,7 @@ def _binder(module: str, name: str, anchors: Anchors, hops: int = 0) -> tuple[st
 
 
 def _bindings(file: str, package: str) -> _Bindings:
-    stamp = _stamp(file)
+    stamp = file_stamp(file)
     return _bindings_cached(file, package, *stamp) if stamp is not None else _Bindings()
 
 
@@ -197,7 +197,8 @@ def _parsed(file: str) -> ast.Module | None:
         return None
 
 
-def _stamp(file: str) -> tuple[int, int] | None:
+def file_stamp(file: str) -> tuple[int, int] | None:
+    """(mtime_ns, size) of a file, None where it cannot be read: a cache key that changes with the file."""
     try:
         stat = os.stat(file)
     except OSError:
@@ -205,4 +206,4 @@ def _stamp(file: str) -> tuple[int, int] | None:
     return (stat.st_mtime_ns, stat.st_size)
 
 
-__all__ = ["imported_files"]
+__all__ = ["file_stamp", "imported_files"]
