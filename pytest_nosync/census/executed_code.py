@@ -26,7 +26,7 @@ from typing import Any
 
 from .imported_code import file_stamp, imported_files
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: with the files whose module-level data the code imports (a record of 1 runs once more)
 # The ids sys.monitoring leaves unnamed (0, 1, 2 and 5 are the debugger's, coverage's, the profiler's, the optimizer's).
 MONITORING_TOOL_IDS = (3, 4)
 _COMPREHENSIONS = ("<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>")

@@ -10,6 +10,9 @@ that binding is data (an assignment) or a module, that file is a dependency: its
   it never runs; counting them made a change to any of their modules' imports select every tester);
 - a package's `__init__.py`, reached as a re-exporter or imported whole: what it binds itself is the package's face
   (its version, its lazy import table), which every new pipeline edits;
+- a base class none of whose methods ran, imported alone: its class attributes are read, but its module counts only
+  where the code imports data from it too (counting every base's module would make each new LoRA mixin class,
+  module-level code in loaders/lora_pipeline, select every pipeline with one);
 - the modules a dependency imports in turn: one step only (following them took a record of Wan from 28 files to 830,
   every pipeline diffusers has). A constant computed at import from another module's constant is found where it is
   bound, not where its parts are.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,8 +42,18 @@ class _Bindings:
 
     data: set[str] = field(default_factory=set)
     code: set[str] = field(default_factory=set)
-    taken: dict[str, tuple[str, str]] = field(default_factory=dict)  # name → (module, name there)
-    stars: list[str] = field(default_factory=list)
+    taken: dict[str, tuple[str, str]] = field(default_factory=dict)  # name → (module, name there; "": the module)
+    stars: list[str] = field(default_factory=list)  # the last one first
+
+    def bind(self, name: str, kind: str, source: tuple[str, str] | None = None) -> None:
+        """`name` bound again, in source order: the last binding is the one the module's users see."""
+        self.data.discard(name)
+        self.code.discard(name)
+        self.taken.pop(name, None)
+        if kind == "taken" and source is not None:
+            self.taken[name] = source
+        else:
+            (self.data if kind == "data" else self.code).add(name)
 
 
 def imported_files(ran: dict[str, Lines], anchors: Anchors) -> frozenset[str]:
@@ -73,7 +87,7 @@ def _imports(file: str, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
 @functools.lru_cache(maxsize=4096)
 def _import_table(file: str, package: str, mtime_ns: int, size: int) -> tuple[tuple[int, bool, str, str], ...]:
     """(line, inside a function, module, name) of every import in the file, absolute (name "": the module)."""
-    tree = _parsed(file)
+    tree = _parsed(file, mtime_ns, size)
     if tree is None:
         return ()
     functions = [
@@ -111,11 +125,10 @@ def _binder(module: str, name: str, anchors: Anchors, hops: int = 0) -> tuple[st
     if name in bindings.taken:
         source, original = bindings.taken[name]
         return _binder(source, original, anchors, hops + 1)  # None: bound outside the roots
-    for star in bindings.stars:  # the first star-imported module that has the name
-        source = _file_of(star, anchors)
-        there = _bindings(source, _package(source, anchors)) if source is not None else None
-        if there is not None and (name in there.data or name in there.code or name in there.taken or there.stars):
-            return _binder(star, name, anchors, hops + 1)
+    for star in bindings.stars:  # the first star-imported module that binds the name
+        found, bound = _binder(star, name, anchors, hops + 1)
+        if found is not None and bound:
+            return found, bound
     return file, ""  # bound some other way (a module __getattr__): the module imported
 
 
@@ -127,38 +140,49 @@ def _bindings(file: str, package: str) -> _Bindings:
 @functools.lru_cache(maxsize=4096)
 def _bindings_cached(file: str, package: str, mtime_ns: int, size: int) -> _Bindings:
     bindings = _Bindings()
-    tree = _parsed(file)
-    if tree is None:
-        return bindings
-    stack = list(tree.body)
-    while stack:
-        node = stack.pop()
+    tree = _parsed(file, mtime_ns, size)
+    for node in _module_level(tree.body if tree is not None else []):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bindings.code.add(node.name)
+            bindings.bind(node.name, "code")
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            bindings.data.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            for name in (n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)):
+                bindings.bind(name, "data")
         elif isinstance(node, ast.ImportFrom):
             module = _absolute(node, package)
             for alias in node.names:
                 if module is not None and alias.name == "*":
-                    bindings.stars.append(module)
+                    bindings.stars.insert(0, module)  # a later star import's names shadow an earlier one's
                 elif module is not None:
-                    bindings.taken[alias.asname or alias.name] = (module, alias.name)
+                    bindings.bind(alias.asname or alias.name, "taken", (module, alias.name))
         elif isinstance(node, ast.Import):
-            bindings.code.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, (ast.If, ast.Try, ast.With)):  # TYPE_CHECKING blocks, optional imports
-            stack.extend(ast.iter_child_nodes(node))
-        elif isinstance(node, ast.ExceptHandler):
-            stack.extend(node.body)
+            for alias in node.names:  # `import a.b as c` binds the module a.b; `import a.b` binds the package a
+                if alias.asname:
+                    bindings.bind(alias.asname, "taken", (alias.name, ""))
+                else:
+                    bindings.bind(alias.name.split(".")[0], "code")
     return bindings
+
+
+def _module_level(statements: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The module's statements in source order, into the blocks that run at import (TYPE_CHECKING branches, optional
+    imports, loops), not into functions or classes."""
+    for node in statements:
+        yield node
+        for block in ("body", "orelse", "finalbody"):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from _module_level(getattr(node, block, None) or [])
+        for handler in getattr(node, "handlers", None) or []:  # try / except (and except*)
+            yield from _module_level(handler.body)
+        for case in getattr(node, "cases", None) or []:  # match
+            yield from _module_level(case.body)
 
 
 def _absolute(node: ast.ImportFrom, package: str) -> str | None:
     if not node.level:
         return node.module
     parts = package.split(".") if package else []
-    if node.level - 1 > len(parts) or not parts:
+    if node.level - 1 >= len(parts):  # above the top package
         return None
     base = parts[: len(parts) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
@@ -181,7 +205,7 @@ def _file_of_cached(module: str, anchors: tuple[tuple[str, str], ...]) -> str | 
             continue
         base = Path(root, *rest.split(".")) if rest else Path(root)
         for candidate in (base.with_suffix(".py") if rest else None, base / "__init__.py"):
-            if candidate is not None and candidate.is_file():
+            if candidate is not None and os.path.isfile(candidate):  # False for any OSError (a name too long)
                 return str(candidate)
     return None
 
@@ -190,10 +214,12 @@ def _file_of(module: str, anchors: Anchors) -> str | None:
     return _file_of_cached(module, tuple(anchors))
 
 
-def _parsed(file: str) -> ast.Module | None:
+@functools.lru_cache(maxsize=1024)
+def _parsed(file: str, mtime_ns: int, size: int) -> ast.Module | None:
+    """The file's syntax tree, once per version of it (its stamp); None where it cannot be read or parsed."""
     try:
         return ast.parse(Path(file).read_bytes(), file)
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError):  # RecursionError: an expression nested too deep
         return None
 
 

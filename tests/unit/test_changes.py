@@ -242,8 +242,9 @@ class OtherPipeline:
 
 @pytest.fixture
 def layered(tmp_path: Path, request: pytest.FixtureRequest) -> tuple[Path, ExecutedCode]:
-    """A package whose work.py reads a constant and a mixin's class attribute from a module none of whose functions
-    run (imported before the record began, through a package that re-exports them); the record of Pipe()(1)."""
+    """A package whose work.py reads a constant, and a class attribute of its base, from a module none of whose
+    functions run (imported before the record began, through a package that re-exports them); the record of
+    Pipe()(1)."""
     name = f"nosync_layered_{abs(hash(request.node.name))}"
     repo = tmp_path / "repo"
     package = repo / name
