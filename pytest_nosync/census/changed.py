@@ -4,7 +4,7 @@ Each tester's pipeline records the code it ran (executed_code: its build and its
 check of it runs) in pytest's cache, in every checking run. A later run with --nosync-changed compares the lines changed
 from REF (default: the merge base with main) to the working tree (changes.changed_lines) with that record: a tester
 runs when a changed line is in a function its pipeline ran, or at module level of a file it ran or whose module-level
-names the code it ran imports (a module of constants, a mixin's class attributes: imported_code; changes.touched).
+data the code it ran imports (a module of constants read at import: imported_code; changes.touched).
 
 A record's lines are those of the files when it was made. Each recorded file's blob hash says which numbering to read
 the change in: a record made on this working tree reads the changed lines as they are now, one made at REF (say on
