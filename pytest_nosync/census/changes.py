@@ -7,7 +7,9 @@ those lines onto an `ExecutedCode` record.
 A line counts for a recorded file when it lies inside a function that ran, or outside every function of the file.
 Outside every function is module level or a class body: imports, constants, decorators, class attributes, run at
 import and read by the functions that ran, so such a change can alter them without touching their lines. A change
-inside a function that did not run counts for nothing.
+inside a function that did not run counts for nothing, also in a module first imported inside the record, whose module
+and class-body code ran there (their spans cover the whole file or class: they count as module level, not as
+functions that ran).
 
 Line numbers: `side="old"` gives REF's numbering (a record made at REF, say on main), `side="new"` the working
 tree's (a record made on this branch). A record made at neither misplaces lines; its files' blob hashes tell.
@@ -98,9 +100,12 @@ def touched(record: ExecutedCode, changes: Mapping[str, LineRanges]) -> list[tup
         ranges = changes.get(file)
         if not ranges:
             continue
+        defs = record.defs(file)  # None: the file changed since it ran, its functions unknown; count it all
+        if defs is not None:  # a module's or a class body's code (imported inside the record) is module-level code:
+            functions = set(defs)  # the rule below has its lines, and its span covers functions that never ran
+            spans = [(name, lo, hi) for name, lo, hi in spans if (lo, hi) in functions]
         for first, last in ranges:
             hits.update((file, name) for name, lo, hi in spans if first <= hi and lo <= last)
-        defs = record.defs(file)  # None: the file changed since it ran, its functions unknown; count it all
         if defs is None or any(not _covered(r, defs) for r in ranges):
             hits.add((file, MODULE_LEVEL))
     return sorted(hits)

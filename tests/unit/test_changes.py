@@ -313,3 +313,54 @@ def test_an_imported_class_that_never_ran_and_a_packages_face_are_no_dependency(
     edit(package / "other_pipeline.py", 'EXAMPLE = "an example"', 'EXAMPLE = "another"')
     edit(package / "__init__.py", "'1.0'", "'1.1'")
     assert touched(record, changed_lines(package.parent)) == []
+
+
+@pytest.fixture
+def imported_inside(repo: Path, request: pytest.FixtureRequest) -> ExecutedCode:
+    """What entry() ran, with work.py first imported inside the record: its module code ran there too."""
+    (repo / "pkg" / "boxes.py").write_text(BOXES)
+    commit(repo, "boxes")
+    with record_executed(roots=[repo / "pkg"]) as executed:
+        for stem in ("work", "boxes"):
+            spec = importlib.util.spec_from_file_location(f"nosync_inside_{stem}_{request.node.name}",
+                                                          repo / "pkg" / f"{stem}.py")  # fmt: skip
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if stem == "work":
+                module.entry(1)
+    return executed
+
+
+def head(repo: Path) -> str:
+    """The commit the edits are read against (boxes.py, added on the branch, is otherwise wholly changed)."""
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+BOXES = """\
+class Box:
+    size = 2
+
+    def grow(self):
+        return self.size + 1
+"""
+
+
+def test_a_module_imported_inside_the_record_selects_by_its_functions_not_as_a_whole(repo, imported_inside) -> None:
+    """Bug twin of over-selection: the module's own code ran in the record, and its span (the whole file) made a change
+    inside a function that never ran, or a method of a class whose body ran, select the tester."""
+    assert any(span.qualname == "<module>" for span in imported_inside.spans)
+    assert any(span.qualname == "Box" for span in imported_inside.spans)  # the class body ran at import
+    edit(repo / "pkg" / "work.py", "    return 0", "    return 1")  # never_called
+    edit(repo / "pkg" / "boxes.py", "return self.size + 1", "return self.size + 2")  # grow, never called
+    assert touched(imported_inside, changed_lines(repo, head(repo))) == []
+
+
+def test_a_module_imported_inside_the_record_still_counts_its_module_level_lines(repo, imported_inside) -> None:
+    edit(repo / "pkg" / "work.py", "LIMIT = 3", "LIMIT = 4")
+    edit(repo / "pkg" / "boxes.py", "    size = 2", "    size = 3")  # a class attribute: module-level code
+    boxes, work_file = str((repo / "pkg" / "boxes.py").resolve()), work(repo)
+    expected = sorted([(boxes, "<module>"), (work_file, "<module>")])  # not the class body's span ("Box"): module code
+    assert touched(imported_inside, changed_lines(repo, head(repo))) == expected
+    edit(repo / "pkg" / "work.py", "    y = helper(x)", "    y = helper(x + 1)")
+    assert (work_file, "entry") in touched(imported_inside, changed_lines(repo, head(repo)))
