@@ -93,19 +93,14 @@ def touched(record: ExecutedCode, changes: Mapping[str, LineRanges]) -> list[tup
     recorded file changed outside all its functions (a file whose module-level code the recorded code reads, none of
     its functions run, is recorded too: `ExecutedCode.imported`); sorted, each once."""
     hits: set[tuple[str, str]] = set()
-    spans_by_file: dict[str, list[tuple[str, int, int]]] = {file: [] for file in record.imported}
-    for span in record.spans:
-        spans_by_file.setdefault(span.file, []).append((span.qualname, span.first_line, span.last_line))
-    for file, spans in spans_by_file.items():
+    for file in record.files():
         ranges = changes.get(file)
         if not ranges:
             continue
-        defs = record.defs(file)  # None: the file changed since it ran, its functions unknown; count it all
-        if defs is not None:  # a module's or a class body's code (imported inside the record) is module-level code:
-            functions = set(defs)  # the rule below has its lines, and its span covers functions that never ran
-            spans = [(name, lo, hi) for name, lo, hi in spans if (lo, hi) in functions]
+        spans = record.functions_ran(file)  # not a module's or class body's code: that is module level, below
         for first, last in ranges:
-            hits.update((file, name) for name, lo, hi in spans if first <= hi and lo <= last)
+            hits.update((file, span.qualname) for span in spans if first <= span.last_line and span.first_line <= last)
+        defs = record.defs(file)  # None: the file changed since it ran, its functions unknown; count it all
         if defs is None or any(not _covered(r, defs) for r in ranges):
             hits.add((file, MODULE_LEVEL))
     return sorted(hits)

@@ -72,6 +72,17 @@ class ExecutedCode:
             self._defs[file] = _function_ranges(file)
         return self._defs[file]
 
+    def functions_ran(self, file: str) -> list[CodeSpan]:
+        """The spans of `file` that are functions. A module's or a class body's code, which ran where the module was
+        first imported inside the record, is module-level code: its span covers functions that never ran. Every span
+        where the file's functions are unknown."""
+        defs = self.defs(file)
+        spans = [span for span in self.spans if span.file == file]  # a record runs some hundred functions
+        if defs is None:
+            return spans
+        functions = set(defs)
+        return [span for span in spans if (span.first_line, span.last_line) in functions]
+
     def blob(self, file: str) -> str | None:
         """The git blob hash of `file` as it ran (None: changed since, or unreadable)."""
         if file not in self._blobs:
@@ -154,10 +165,11 @@ def record_executed(backend: str | None = None, roots: Iterable[Path] | None = N
         if anchors is not None:
             spans = {span for span in spans if _key_under(span.file, anchors) is not None}
         record.spans = frozenset(spans)
-        if anchors is not None:
-            record.imported = imported_files(_ran_lines(spans), anchors)
         record._stamps = {file: file_stamp(file) for file in record.files()}
         if anchors is not None:
+            ran = {file: (record.defs(file) or (), _lines(record.functions_ran(file))) for file in record.files()}
+            record.imported = imported_files(ran, anchors)
+            record._stamps |= {file: file_stamp(file) for file in record.imported}
             for file in record.files():
                 record.defs(file)
                 record.blob(file)
@@ -222,14 +234,8 @@ def _profiling(seen: set[types.CodeType]) -> Iterator[None]:
             sys.setprofile(previous)
 
 
-def _ran_lines(spans: Iterable[CodeSpan]) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each file with the lines of its functions that ran (a module's own code, run at its import, is no function)."""
-    ran: dict[str, list[tuple[int, int]]] = {}
-    for span in spans:
-        lines = ran.setdefault(span.file, [])
-        if span.qualname != "<module>":
-            lines.append((span.first_line, span.last_line))
-    return {file: tuple(lines) for file, lines in ran.items()}
+def _lines(spans: Iterable[CodeSpan]) -> Ranges:
+    return tuple((span.first_line, span.last_line) for span in spans)
 
 
 def _recordable(filename: str) -> bool:

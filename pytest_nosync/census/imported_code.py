@@ -56,12 +56,12 @@ class _Bindings:
             (self.data if kind == "data" else self.code).add(name)
 
 
-def imported_files(ran: dict[str, Lines], anchors: Anchors) -> frozenset[str]:
+def imported_files(ran: dict[str, tuple[Lines, Lines]], anchors: Anchors) -> frozenset[str]:
     """The files under `anchors` whose module-level code the files in `ran` depend on (see the module doc), not those
-    files themselves. `ran`: each recorded file with the lines of its functions that ran."""
+    files themselves. `ran`: each recorded file with (the lines of its functions, those of its functions that ran)."""
     found: set[str] = set()
-    for file, lines in ran.items():
-        for module, name in _imports(file, lines, anchors):
+    for file, (functions, lines) in ran.items():
+        for module, name in _imports(file, functions, lines, anchors):
             target, bound = _binder(module, name, anchors)
             if target is None or target in ran or os.path.basename(target) == "__init__.py":
                 continue  # outside the roots, recorded already, or a package's face (its re-exports, its version)
@@ -71,7 +71,7 @@ def imported_files(ran: dict[str, Lines], anchors: Anchors) -> frozenset[str]:
     return frozenset(found)
 
 
-def _imports(file: str, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
+def _imports(file: str, functions: Lines, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
     """(module, name) of each import in `file` at module level or inside a function that ran (name "": the module
     itself), absolute."""
     stamp = file_stamp(file)
@@ -79,33 +79,22 @@ def _imports(file: str, ran: Lines, anchors: Anchors) -> list[tuple[str, str]]:
         return []
     return [
         (module, name)
-        for line, in_function, module, name in _import_table(file, _package(file, anchors), *stamp)
-        if not in_function or any(first <= line <= last for first, last in ran)
+        for line, module, name in _import_table(file, _package(file, anchors), *stamp)
+        if any(first <= line <= last for first, last in ran)
+        or not any(first <= line <= last for first, last in functions)
     ]
 
 
 @functools.lru_cache(maxsize=4096)
-def _import_table(file: str, package: str, mtime_ns: int, size: int) -> tuple[tuple[int, bool, str, str], ...]:
-    """(line, inside a function, module, name) of every import in the file, absolute (name "": the module)."""
+def _import_table(file: str, package: str, mtime_ns: int, size: int) -> tuple[tuple[int, str, str], ...]:
+    """(line, module, name) of every import in the file, absolute (name "": the module)."""
     tree = _parsed(file, mtime_ns, size)
-    if tree is None:
-        return ()
-    functions = [
-        (node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
-    table: list[tuple[int, bool, str, str]] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
-        inside = any(first <= node.lineno <= last for first, last in functions)
+    table: list[tuple[int, str, str]] = []
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Import):
-            table.extend((node.lineno, inside, alias.name, "") for alias in node.names)
-            continue
-        module = _absolute(node, package)
-        if module is not None:
-            table.extend((node.lineno, inside, module, "" if a.name == "*" else a.name) for a in node.names)
+            table.extend((node.lineno, alias.name, "") for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (module := _absolute(node, package)) is not None:
+            table.extend((node.lineno, module, "" if a.name == "*" else a.name) for a in node.names)
     return tuple(table)
 
 

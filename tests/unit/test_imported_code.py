@@ -4,11 +4,12 @@ module; and a record of the earlier format is read as no record (its tester runs
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
 
-from pytest_nosync.census.executed_code import ExecutedCode, _anchors
+from pytest_nosync.census.executed_code import ExecutedCode, _anchors, record_executed
 from pytest_nosync.census.imported_code import imported_files
 
 
@@ -23,7 +24,7 @@ def package(tmp_path: Path, files: dict[str, str]) -> Path:
 def dependencies(root: Path, user: str) -> list[str]:
     """The files the code of `user` (a function in it that ran, lines 1-99) depends on, relative to the package."""
     file = str((root / user).resolve())
-    found = imported_files({file: ((1, 99),)}, _anchors([root]))
+    found = imported_files({file: (((1, 99),), ((1, 99),))}, _anchors([root]))
     return sorted(str(Path(f).relative_to(root.resolve())) for f in found)
 
 
@@ -63,3 +64,17 @@ def test_a_record_of_the_earlier_format_is_no_record(tmp_path: Path) -> None:
     """Its files lack the module-level data they import: read as unrecorded, its tester runs and is recorded anew."""
     with pytest.raises(ValueError, match="version 1 is not 2"):
         ExecutedCode.from_json({"version": 1, "backend": "monitoring", "files": {}}, [tmp_path])
+
+
+def test_an_import_in_a_method_that_never_ran_is_no_dependency_where_its_class_body_ran(tmp_path: Path) -> None:
+    """A module first imported inside the record runs its class bodies there; their spans cover the methods, which
+    did not run (the rule `touched` reads the record's functions by)."""
+    boxes = "class Box:\n    size = 2\n\n    def grow(self):\n        from .consts import LIMIT\n\n"
+    boxes += "        return LIMIT\n"
+    root = package(tmp_path, {"consts.py": "LIMIT = 1\n", "boxes.py": boxes})
+    spec = importlib.util.spec_from_file_location("nosync_boxes_class_body", root / "boxes.py")
+    assert spec and spec.loader
+    with record_executed(roots=[root]) as record:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert {span.qualname for span in record.spans} == {"<module>", "Box"}
+    assert record.imported == frozenset()
