@@ -32,6 +32,19 @@ from typing import Any, Protocol
 from .findings import DENOISER_REGION
 from .patching import Patches, WrappedBar
 
+# diffusers' names of a pipeline's denoisers, commonest first
+DENOISER_NAMES = (
+    "transformer",
+    "unet",
+    "prior",
+    "decoder",
+    "transformer_2",
+    "prior_prior",
+    "decoder_unet",
+    "super_res_first",  # unCLIP's super-resolution stage: the first UNet in every step but the last
+    "super_res_last",
+)
+
 
 class Guard(Protocol):
     """What the annotations call on the guard that owns them (guard.Guard): its steps, regions and denoising loops.

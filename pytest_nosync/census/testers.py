@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 import torch
 
 from .. import ids
+from ..annotate import DENOISER_NAMES
 from ..detection import devices
 from ..patching import Patches, WrappedBar
 from ..scenarios import AUTO, Scenario
@@ -42,17 +43,6 @@ from ..suite.targets.registry import assemble
 from .outcomes import tested_class_name
 
 Result = TypeVar("Result")
-DENOISER_NAMES = (
-    "transformer",
-    "unet",
-    "prior",
-    "decoder",
-    "transformer_2",
-    "prior_prior",
-    "decoder_unet",
-    "super_res_first",  # unCLIP's super-resolution stage: the first UNet in every step but the last
-    "super_res_last",
-)
 STEP_LISTS = ("timesteps", "sigmas")  # inputs that fix the steps whatever num_inference_steps says
 # Inputs a pipeline documents as holding its steps at one count, and the value that lets num_inference_steps decide
 # them: SanaSprint's `intermediate_timesteps` is "only used when num_inference_steps=2" and raises at any other count,

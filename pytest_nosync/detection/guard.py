@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import attribution, checks, run_report
-from ..annotate import LoopWatch, PipelineAnnotations
+from ..annotate import DENOISER_NAMES, LoopWatch, PipelineAnnotations
 from ..findings import Finding, Frame, Kind, Mode, Phase, Report, merge, not_checked_finding
 from ..policy import judge
 from . import devices
@@ -221,7 +221,7 @@ class Guard:
         guard found no denoiser of the name it was given to open the steps, that name (a UNet pipeline under the
         default `transformer` drew one step of a four-step call)."""
         if self._unhooked:
-            found = [n for n in _DENOISERS if hasattr(getattr(self.pipeline, n, None), "register_forward_pre_hook")]
+            found = [n for n in DENOISER_NAMES if hasattr(getattr(self.pipeline, n, None), "register_forward_pre_hook")]
             named = f": name it, denoiser={found[0]!r}" if found else ": name the pipeline's denoiser (denoiser=...)"
             return (f"the pipeline has no {self.options.denoiser!r} (the guard's denoiser, whose calls open the "
                     f"steps), so its loop ran {loop_steps} step(s) as the guard saw them{named}")  # fmt: skip
@@ -494,9 +494,6 @@ def _with_phase(finding: Finding, phase: str, step: int | None) -> Finding:
     if phase == Phase.IN_STEP and region is None:
         region = "loop"
     return replace(finding, phase=phase, step=step, region=region)
-
-
-_DENOISERS = ("transformer", "unet", "prior", "decoder")  # diffusers' names of a pipeline's denoiser, commonest first
 
 
 def nosync_guard(pipeline: Any = None, options: GuardOptions | None = None, **kwargs: Any) -> Guard:
